@@ -1,0 +1,34 @@
+// One typed configuration, read once from the environment (see config.cpp for parsing).
+// Each field: env var, default, meaning. Documented for users in docs/collectives.md.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+namespace gj {
+
+enum class BackendChoice { Auto, Mpi, Nccl };
+
+struct Config {
+  // GJ_COLL_BACKEND=auto|mpi|nccl (default auto): auto = NCCL for device buffers when built
+  // with NCCL and a device is present, MPI for host buffers. mpi = never NCCL (device buffers
+  // are then rejected with gjUnsupported). nccl = fail at init if NCCL cannot be used.
+  BackendChoice backend = BackendChoice::Auto;
+  // GJ_COLL_FUSION_BYTES (default 64 MiB): fusion buffer size of gjGroupedAllReduce; 0 = off.
+  std::size_t fusion_bytes = std::size_t{64} << 20;
+  // GJ_COLL_TIMEOUT_MS (default 300000): a device collective not complete after this long
+  // aborts the NCCL communicator and returns gjTimeout. 0 = wait forever.
+  long timeout_ms = 300000;
+  // GJ_COLL_SHM=1|0 (default 1): intra-node shared-memory path for host buffers when every
+  // rank of the communicator is on one node.
+  bool shm = true;
+  // GJ_COLL_LOG_LEVEL=error|warn|info|debug (default warn): messages on stderr.
+  std::string log_level = "warn";
+};
+
+// Pure: parses an environment snapshot. Throws gj::Error(gjInvalidArgument) naming the
+// variable, the value seen and the accepted values.
+Config parse_config(const std::map<std::string, std::string>& env);
+
+}  // namespace gj

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs everything gj-mpirun needs to build and test, from Debian's packages.
+# Used by the README's quick start and by .ci/run. Idempotent; needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config file
+  libcli11-dev libfmt-dev libspdlog-dev catch2
+  libopenmpi-dev openmpi-bin
+  openssh-server openssh-client
+  iproute2 util-linux procps
+  python3 python3-numpy python3-yaml
+  clang libclang-rt-dev
+)
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
