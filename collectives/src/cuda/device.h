@@ -1,0 +1,13 @@
+// What the core library needs to know about CUDA, without including CUDA headers.
+// Implemented in device.cpp when built with CUDA; device_stub.cpp otherwise (no device).
+#pragma once
+
+namespace gj::cuda {
+
+// Number of usable devices; 0 when built without CUDA, when no driver or no device is present.
+int device_count() noexcept;
+
+// True when p is device (or managed) memory. False for host memory and without CUDA.
+bool is_device_pointer(const void* p) noexcept;
+
+}  // namespace gj::cuda
