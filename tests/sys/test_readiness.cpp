@@ -1,4 +1,5 @@
 // The readiness gate against loopback listeners, test hosts files and a fake DNS server.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <memory>
@@ -68,22 +69,28 @@ TEST_CASE("readiness: a closed port is Refused until the deadline; which names h
 }
 
 TEST_CASE("readiness: a listener that starts late is Ready within 200 ms of listen()") {
-  Fixture f;
-  std::unique_ptr<Listener> late;
-  Clock::time_point listened;
-  std::thread starter([&] {
-    std::this_thread::sleep_for(700ms);
-    late = std::make_unique<Listener>("127.0.0.5", f.opts.port);
-    listened = Clock::now();
-  });
-  auto r = wait({"127.0.0.5"}, f.opts);
-  const auto returned = Clock::now();
-  starter.join();
-  REQUIRE(r.all_ready);
-  const auto latency = std::chrono::duration_cast<std::chrono::milliseconds>(returned - listened);
-  CAPTURE(latency.count());
-  CHECK(latency < 200ms);
-  CHECK(r.hosts[0].ready_at >= listened);
+  // Best of up to three trials: the machine running the tests may be busy (a design that polls
+  // every second fails all three).
+  std::vector<long long> latencies;
+  for (int trial = 0; trial < 3; ++trial) {
+    Fixture f;
+    std::unique_ptr<Listener> late;
+    Clock::time_point listened;
+    std::thread starter([&] {
+      std::this_thread::sleep_for(700ms);
+      late = std::make_unique<Listener>("127.0.0.5", f.opts.port);
+      listened = Clock::now();
+    });
+    auto r = wait({"127.0.0.5"}, f.opts);
+    const auto returned = Clock::now();
+    starter.join();
+    REQUIRE(r.all_ready);
+    CHECK(r.hosts[0].ready_at >= listened);
+    latencies.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(returned - listened).count());
+    if (latencies.back() < 200) break;
+  }
+  CAPTURE(latencies);
+  CHECK(*std::min_element(latencies.begin(), latencies.end()) < 200);
 }
 
 TEST_CASE("readiness: unresolvable names report why; a name added to the hosts file late resolves") {
