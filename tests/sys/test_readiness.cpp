@@ -42,7 +42,7 @@ gj::ReadinessReport wait(const std::vector<std::string>& hosts, const gj::Readin
 
 }  // namespace
 
-TEST_CASE("readiness: listening hosts are Ready at once; in input order") {
+TEST_CASE("readiness: listening hosts are Ready at once - in input order") {
   Fixture f;
   Listener a("127.0.0.2", f.opts.port), b("127.0.0.3", f.opts.port);
   auto r = wait({"127.0.0.3", "127.0.0.2"}, f.opts);
@@ -54,7 +54,7 @@ TEST_CASE("readiness: listening hosts are Ready at once; in input order") {
   CHECK(r.elapsed < 1s);
 }
 
-TEST_CASE("readiness: a closed port is Refused until the deadline; which names host and reason") {
+TEST_CASE("readiness: a closed port is Refused until the deadline - which names host and reason") {
   Fixture f;
   Listener open("127.0.0.2", f.opts.port);
   f.opts.deadline = 300ms;
@@ -93,7 +93,7 @@ TEST_CASE("readiness: a listener that starts late is Ready within 200 ms of list
   CHECK(*std::min_element(latencies.begin(), latencies.end()) < 200);
 }
 
-TEST_CASE("readiness: unresolvable names report why; a name added to the hosts file late resolves") {
+TEST_CASE("readiness: unresolvable names report why - a name added to the hosts file late resolves") {
   Fixture f;
   Listener open("127.0.0.6", f.opts.port);
   f.opts.deadline = 400ms;
@@ -124,7 +124,7 @@ TEST_CASE("readiness: invalid host names are never resolved nor connected") {
   }
 }
 
-TEST_CASE("readiness: DNS with search domains and ndots; against a fake server") {
+TEST_CASE("readiness: DNS with search domains and ndots - against a fake server") {
   Fixture f;
   gj::test::FakeDns dns({{"w0.job.ns.svc.cluster.local", "127.0.0.7"}, {"w1.job.svc.cluster.local", "127.0.0.8"}});
   f.opts.dns_port = dns.port();

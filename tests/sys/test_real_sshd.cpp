@@ -137,7 +137,7 @@ struct OwnedCleanup {
 
 }  // namespace
 
-TEST_CASE("real sshd (master; background): key login; no passwords; SetEnv in sessions; one port") {
+TEST_CASE("real sshd (master - background): key login - no passwords - SetEnv in sessions - one port") {
   if (should_skip()) return;
   MountedSecret secret;
   TempDir run("/run");  // sshd's StrictModes: no group/world-writable parent (so not /tmp)

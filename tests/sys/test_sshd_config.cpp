@@ -101,7 +101,7 @@ TEST_CASE("sshd_config: hardened settings and paths from the state dir") {
   CHECK(cfg.warnings.empty());
 }
 
-TEST_CASE("sshd_config: each keyword once; no SetEnv without variables") {
+TEST_CASE("sshd_config: each keyword once - no SetEnv without variables") {
   auto cfg = gj::render_sshd_config(spec());
   std::map<std::string, int> count;
   for (const auto& l : lines_of(cfg.text)) {
@@ -116,7 +116,7 @@ TEST_CASE("sshd_config: each keyword once; no SetEnv without variables") {
   CHECK(count.count("SetEnv") == 0);
 }
 
-TEST_CASE("sshd_config: the session environment is one SetEnv line; inexpressible ones are warned about") {
+TEST_CASE("sshd_config: the session environment is one SetEnv line - inexpressible ones are warned about") {
   auto s = spec();
   s.session_env = {{"A", "1"}, {"B", "x y"}, {"BAD", "two\nlines"}, {"C_SECRET_TOKEN", "s3cr3t\n"}, {"D", "\"q\""}};
   auto cfg = gj::render_sshd_config(s);
