@@ -55,7 +55,10 @@ class Sandbox:
     """A temp dir with stubs, a training script and a platform environment."""
 
     def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="gj-agent-test-")
+        # Not under /tmp: sys refuses a state dir below a group/world-writable directory
+        # (sshd's StrictModes would). ctest runs us in the build tree.
+        base = os.environ.get("GJ_TEST_TMPDIR", os.getcwd())
+        self.dir = tempfile.mkdtemp(prefix="gj-agent-test-", dir=base)
         self.bin = os.path.join(self.dir, "bin")
         os.makedirs(self.bin)
         self.mpiexec = self._write(os.path.join(self.bin, "mpiexec"), STUB_MPIEXEC, 0o755)
@@ -63,8 +66,12 @@ class Sandbox:
         self.script = self._write(os.path.join(self.dir, "train.sh"), "#!/bin/sh\nexit 0\n", 0o755)
         self.py = self._write(os.path.join(self.dir, "train.py"), "print('hi')\n", 0o644)
         self.state = os.path.join(self.dir, "state")
+        # The mounted ssh secret as Volcano's ssh plugin writes it (group-readable, like a
+        # Kubernetes secret volume); the key content is never used by the stubs.
         self.ssh = os.path.join(self.dir, "ssh")
         os.makedirs(self.ssh)
+        self._write(os.path.join(self.ssh, "id_rsa"), "not a real key\n", 0o644)
+        self._write(os.path.join(self.ssh, "authorized_keys"), "", 0o644)
 
     @staticmethod
     def _write(path, text, mode):
@@ -91,6 +98,9 @@ class Sandbox:
             "GJ_STATE_DIR": self.state,
             "GJ_SSH_DIR": self.ssh,
             "GJ_NO_WAIT": "1",
+            # The stub sshd does not listen; the master's own sshd is covered by tests/sys
+            # (real sshd) and tests/multihost.
+            "GJ_NO_SSHD": "1",
         }
         if mpi_host is not None:
             env["MPI_HOST"] = mpi_host
@@ -303,9 +313,11 @@ def test_exec_argv(sb):
     i = argv.index("OMP_NUM_THREADS")
     check(argv[i - 1] == "-x", "default export OMP_NUM_THREADS forwarded with -x")
     plm = argv[argv.index("plm_rsh_args") + 1]
-    for opt in ("BatchMode=yes", "StrictHostKeyChecking=no", "-p 22"):
+    key = os.path.join(sb.state, "ssh", "id_rsa")
+    for opt in ("BatchMode=yes", "StrictHostKeyChecking=no", "-p 22", "-i " + key):
         check(opt in plm, f"{opt} not in plm_rsh_args {plm!r}")
     check("MPI_HOSTS=" + hosts in r.stderr, "log names MPI_HOSTS")
+    check(oct(os.stat(key).st_mode & 0o777) == "0o600", "client key copied with mode 0600")
 
 
 def test_exec_hydra_env(sb):
