@@ -370,6 +370,42 @@ def test_worker_exec_sshd(sb):
     check(sb.recorded("mpiexec") is None, "worker ran mpiexec")
 
 
+def test_missing_programs(sb):
+    """mpiexec / sshd / ssh-keygen that cannot run: 127 (or 126), one line naming the setting."""
+    cases = [
+        ("mpiexec, detected", dict(GJ_MPIEXEC="/nonexistent/mpiexec"), [sb.script], 127, "/nonexistent/mpiexec"),
+        ("mpiexec, --mpi given", dict(GJ_MPIEXEC="/nonexistent/mpiexec"), ["--mpi", "openmpi", sb.script], 127,
+         "/nonexistent/mpiexec"),
+        ("mpiexec not executable", dict(GJ_MPIEXEC=sb.py), ["--mpi", "openmpi", sb.script], 126, sb.py),
+        ("worker sshd", dict(GJ_TRAINING_ROLE="worker", GJ_SSHD="/nonexistent/sshd"), [], 127, "GJ_SSHD"),
+    ]
+    for name, over, args, code, text in cases:
+        env = sb.env(mpi_host="", replicas="0")
+        env.update(over)
+        r = sb.run(args, env)
+        expect_rc(r, code, name)
+        errors = [l for l in r.stderr.splitlines() if " error]" in l]
+        check(len(errors) == 1 and text in errors[0], f"{name}: {r.stderr!r}")
+
+
+def test_pid1_supervises_by_default(sb):
+    """As PID 1 (a new PID namespace) gj-mpirun supervises: a job killed by SIGKILL becomes exit
+    137 instead of killing the container's init."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or unshare is None:
+        print("SKIP pid1_supervises_by_default: needs root and unshare")
+        return
+    env = sb.env(mpi_host="", replicas="0")
+    env["STUB_MODE"] = "signal:KILL"
+    r = subprocess.run([unshare, "--pid", "--fork", GJ, sb.script], env=env, capture_output=True, text=True,
+                       timeout=30)
+    expect_rc(r, 137, "PID 1, default supervise")
+    env["GJ_SUPERVISE"] = "0"
+    r = subprocess.run([unshare, "--pid", "--fork", GJ, sb.script], env=env, capture_output=True, text=True,
+                       timeout=30)
+    check(r.returncode != 137, f"GJ_SUPERVISE=0 as PID 1 still supervised: {r.returncode}")
+
+
 def free_port():
     import socket
     with socket.socket() as s:
