@@ -505,6 +505,33 @@ def test_real_mpi_job(sb):
     check("allreduce ok" in r.stdout, r.stdout)
 
 
+def test_real_mpi_over_ssh(sb):
+    """Real Open MPI reaching a second "host" (127.0.0.2, not a local interface address, so Open
+    MPI launches its daemon there over ssh) through the master's own sshd: the ssh options,
+    copied key and port of the plan work, and a rank started over ssh sees the pod environment
+    through sshd's SetEnv (GJ_E2E_MARKER is not forwarded by mpiexec)."""
+    program = EXTRA[0]
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    if os.geteuid() != 0 or not os.path.exists(sshd):
+        print("SKIP real_mpi_over_ssh: needs root and sshd")
+        return
+    key = os.path.join(sb.ssh, "id_ed25519")
+    os.unlink(os.path.join(sb.ssh, "id_rsa"))
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
+    shutil.copy(key + ".pub", os.path.join(sb.ssh, "authorized_keys"))
+    env = sb.env(master_cpu="1", worker_cpu="1", replicas="1", mpi_host="127.0.0.2")
+    for k in ("GJ_NO_WAIT", "GJ_NO_SSHD", "GJ_SSHD", "GJ_MPIEXEC"):
+        env.pop(k)
+    env.update({"GJ_SSH_PORT": str(free_port()), "GJ_MASTER_HOST": "127.0.0.1", "GJ_E2E_MARKER": "seen-over-ssh",
+                "OMPI_MCA_btl": "self,vader,tcp"})
+    r = sb.run(["--supervise", "--ready-timeout", "60", program, "GJ_E2E_MARKER"], env, timeout=150)
+    expect_rc(r, 0, "real mpi over ssh")
+    for rank in (0, 1):
+        check(f"rank {rank} of 2" in r.stdout, f"rank {rank} missing:\n{r.stdout}\n{r.stderr}")
+        check(f"rank {rank}: GJ_E2E_MARKER=seen-over-ssh" in r.stdout, f"rank {rank} lacks the pod env:\n{r.stdout}")
+    check("Accepted publickey for root" in r.stderr, f"mpiexec did not go through our sshd:\n{r.stderr}")
+
+
 def main():
     global GJ, EXTRA
     GJ = os.path.abspath(sys.argv[1])
@@ -514,7 +541,7 @@ def main():
     names = sorted(tests) if name == "all" else [name]
     failed = 0
     for n in names:
-        if n == "real_mpi_job" and not EXTRA:
+        if n in ("real_mpi_job", "real_mpi_over_ssh") and not EXTRA:
             continue
         sb = Sandbox()
         try:
