@@ -106,8 +106,8 @@ class Sandbox:
             env["MPI_HOST"] = mpi_host
         return env
 
-    def run(self, args, env, timeout=20):
-        return subprocess.run([GJ] + args, env=env, capture_output=True, text=True, timeout=timeout)
+    def run(self, args, env, timeout=20, cwd=None):
+        return subprocess.run([GJ] + args, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
     def recorded(self, name):
         path = os.path.join(self.bin, name + ".argv")
@@ -154,6 +154,24 @@ def test_dry_run_text(sb):
     check(sb.recorded("mpiexec") is None, "dry run ran mpiexec (beyond --version)")
     check(sb.recorded("sshd") is None, "dry run started sshd")
     check(not os.path.exists(sb.state), "dry run created the state dir")
+
+
+def test_script_resolution(sb):
+    """Ranks on other nodes do not share the launcher's cwd: relative scripts become absolute;
+    a bare name not in the cwd is looked up in PATH."""
+    true_path = shutil.which("true", path=sb.env()["PATH"])
+    cases = [("train.sh", [sb.script]), ("./train.sh", [sb.script]), ("train.py", ["python3", sb.py]),
+             ("true", [os.path.realpath(true_path)] if true_path else None)]
+    for given, want in cases:
+        if want is None:
+            continue
+        r = sb.run(["--dry-run", "--json", given, "arg"], sb.env(), cwd=sb.dir)
+        expect_rc(r, 0, given)
+        argv = json.loads(r.stdout)["argv"]
+        got = argv[-len(want) - 1:]
+        if given == "true":
+            got = [os.path.realpath(got[0])] + got[1:]
+        check(got == want + ["arg"], f"{given}: argv tail {got}, want {want + ['arg']}")
 
 
 def test_dry_run_json(sb):
