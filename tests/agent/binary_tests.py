@@ -174,6 +174,25 @@ def test_script_resolution(sb):
         check(got == want + ["arg"], f"{given}: argv tail {got}, want {want + ['arg']}")
 
 
+def test_volcano_hosts_file(sb):
+    """MPI_HOST absent: the hosts come from /etc/volcano/worker.host (Volcano's svc plugin).
+    Runs in a private mount namespace with a tmpfs over /etc, so the machine's /etc is untouched."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or unshare is None:
+        print("SKIP volcano_hosts_file: needs root and unshare")
+        return
+    hosts = os.path.join(sb.dir, "worker.host")
+    with open(hosts, "w") as f:
+        f.write("job-worker-0.job\njob-worker-1.job\n")
+    inner = ("mount -t tmpfs tmpfs /etc && mkdir /etc/volcano && cp \"$0\" /etc/volcano/worker.host && "
+             "exec \"$1\" --dry-run --json --mpi openmpi \"$2\"")
+    r = subprocess.run([unshare, "--mount", "--propagation", "private", "sh", "-c", inner, hosts, GJ, sb.script],
+                       env=sb.env(mpi_host=None), capture_output=True, text=True, timeout=30)
+    expect_rc(r, 0, "hosts from /etc/volcano/worker.host")
+    got = [h["host"] for h in json.loads(r.stdout)["hosts"]]
+    check(got == ["job-master-0.job", "job-worker-0.job", "job-worker-1.job"], f"hosts {got}")
+
+
 def test_dry_run_json(sb):
     for name, kw, hosts, np in PLATFORM_CASES:
         r = sb.run(["--dry-run", "--json", sb.script, "x y"], sb.env(**kw))
