@@ -489,6 +489,10 @@ def test_master_real_sshd_gate(sb):
     check("-i " + os.path.join(sb.state, "ssh", "id_ed25519") in plm, plm)
     check("ready" in r.stderr, r.stderr)
     # The supervised run must not leave the master's sshd behind (sshd also removes its pid file).
+    check_no_sshd_left(sb)
+
+
+def check_no_sshd_left(sb):
     config = os.path.join(sb.state, "sshd_config")
     left = []
     for _ in range(50):
@@ -498,7 +502,26 @@ def test_master_real_sshd_gate(sb):
         time.sleep(0.1)
     for pid in left:
         os.kill(int(pid), signal.SIGTERM)
-    check(not left, f"the master's sshd outlived the job: pids {left}")
+    check(not left, f"the master's sshd outlived gj-mpirun: pids {left}")
+
+
+def test_master_sshd_cleanup_on_failure(sb):
+    """A failure after the master's sshd started (here: no client key to copy, exit 6) stops
+    that sshd before gj-mpirun exits."""
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    if os.geteuid() != 0 or not os.path.exists(sshd):
+        print("SKIP master_sshd_cleanup_on_failure: needs root and sshd")
+        return
+    os.unlink(os.path.join(sb.ssh, "id_rsa"))
+    env = sb.env(replicas="1", mpi_host="localhost")
+    for k in ("GJ_NO_SSHD", "GJ_SSHD"):
+        env.pop(k)
+    env.update({"GJ_SSHD": sshd, "GJ_SSH_PORT": str(free_port()), "GJ_MASTER_HOST": "127.0.0.1"})
+    r = sb.run([sb.script], env, timeout=60)
+    expect_rc(r, 6, "no client key")
+    check("Server listening" in r.stderr, f"sshd did not start first:\n{r.stderr}")
+    check_no_sshd_left(sb)
+    check(sb.recorded("mpiexec") is None, "mpiexec started")
 
 
 def _cmdline(pid):
