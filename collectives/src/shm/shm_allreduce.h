@@ -43,6 +43,15 @@ class ShmAllreduce {
   virtual void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype,
                          gjRedOp_t op) = 0;
 
+  // Added by the performance work: n tensors of one dtype, each reduced exactly as
+  // allreduce() would (same bits), without packing them into a fusion buffer first: this
+  // path's per-call cost is a few microseconds, so the two copies of pack + unpack cost more
+  // than fusion saves (docs/benchmarks.md). sends[i] == recvs[i] is in place. Collective.
+  virtual void allreduce_group(const void* const* sends, void* const* recvs, const std::size_t* counts, int n,
+                               gjDataType_t dtype, gjRedOp_t op) {
+    for (int i = 0; i < n; ++i) allreduce(sends[i], recvs[i], counts[i], dtype, op);
+  }
+
   // Added by the performance work: whether this path is faster than MPI_Allreduce for a
   // message of `bytes` (count * element size). Pure; the same answer on every rank, so a
   // backend that consults it per call stays collective-consistent.
