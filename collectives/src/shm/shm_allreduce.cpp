@@ -100,7 +100,7 @@ class Engine final : public ShmAllreduce {
   void contribute(unsigned char* dst, const unsigned char* src, std::size_t n, const Call& c) const {
     if (n == 0) return;
     if (c.scale_inputs) host::scale(dst, src, n, c.dtype, 1.0 / size_);
-    else std::memcpy(dst, src, n * c.es);
+    else host::copy(dst, src, n * c.es);
   }
 
   void whole_chunk(std::uint64_t g, const unsigned char* send, unsigned char* recv, std::size_t m, const Call& c);
@@ -155,7 +155,7 @@ void Engine::whole_chunk(std::uint64_t g, const unsigned char* send, unsigned ch
   publish(published(g));
   wait_peers(published(g));
   // Sources are all slots (ours included), so recv may alias send.
-  std::memcpy(recv, slot(0, g), m * c.es);
+  host::copy(recv, slot(0, g), m * c.es);
   for (int q = 1; q < size_; ++q) host::reduce_into(recv, slot(q, g), m, c.dtype, c.op);
   if (c.divide_sum) host::divide(recv, m, c.dtype, size_);
   publish(done(g));
@@ -183,7 +183,7 @@ void Engine::sliced_chunk(std::uint64_t g, const unsigned char* send, unsigned c
     const Range theirs = slice_of(m, size_, q, c.es);
     if (theirs.size() == 0) continue;
     wait_for(q, reduced(g));
-    std::memcpy(recv + theirs.begin * c.es, slot(q, g) + theirs.begin * c.es, theirs.size() * c.es);
+    host::copy(recv + theirs.begin * c.es, slot(q, g) + theirs.begin * c.es, theirs.size() * c.es);
   }
   publish(done(g));
 }
@@ -203,7 +203,7 @@ void Engine::reduce_slice(std::uint64_t g, const unsigned char* send, unsigned c
       const unsigned char* src = own ? send + at : slot(q, g) + at;
       if (q == 0) {
         if (own) contribute(acc, src, n, c);
-        else std::memcpy(acc, src, n * c.es);
+        else host::copy(acc, src, n * c.es);
         continue;
       }
       if (own && c.scale_inputs) {
@@ -213,7 +213,7 @@ void Engine::reduce_slice(std::uint64_t g, const unsigned char* send, unsigned c
       host::reduce_into(acc, src, n, c.dtype, c.op);
     }
     if (c.divide_sum) host::divide(acc, n, c.dtype, size_);
-    std::memcpy(recv + at, acc, n * c.es);
+    host::copy(recv + at, acc, n * c.es);
   }
 }
 
