@@ -42,7 +42,10 @@ if(NOT GJ_WITH_CUDA STREQUAL "OFF")
   endif()
   include(CheckLanguage)
   check_language(CUDA)
-  if(NOT CMAKE_CUDA_COMPILER)
+  if(CMAKE_CUDA_COMPILER AND NOT EXISTS "${CMAKE_CUDA_COMPILER}")
+    _gj_cuda_missing(GJ_WITH_CUDA "${GJ_WITH_CUDA}"
+      "CMAKE_CUDA_COMPILER=${CMAKE_CUDA_COMPILER} does not exist (give the path of nvcc)")
+  elseif(NOT CMAKE_CUDA_COMPILER)
     _gj_cuda_missing(GJ_WITH_CUDA "${GJ_WITH_CUDA}"
       "no CUDA compiler found (install the CUDA toolkit or set -DCMAKE_CUDA_COMPILER=/path/to/nvcc)")
   else()
@@ -57,6 +60,16 @@ if(NOT GJ_WITH_CUDA STREQUAL "OFF")
       _gj_cuda_missing(GJ_WITH_CUDA "${GJ_WITH_CUDA}"
         "nvcc found at ${CMAKE_CUDA_COMPILER} but not the CUDA runtime library (cudart_static)")
     else()
+      # Imported targets are directory-scoped; tests/ and bench/ link the CUDA objects too.
+      get_property(_gj_imported DIRECTORY PROPERTY IMPORTED_TARGETS)
+      foreach(_gj_target IN LISTS _gj_imported)
+        if(_gj_target MATCHES "^(CUDA::|Threads::)")
+          get_target_property(_gj_global ${_gj_target} IMPORTED_GLOBAL)
+          if(NOT _gj_global)
+            set_target_properties(${_gj_target} PROPERTIES IMPORTED_GLOBAL TRUE)
+          endif()
+        endif()
+      endforeach()
       set(GJ_HAVE_CUDA ON)
       message(STATUS "gj: CUDA ${CUDAToolkit_VERSION} (${CMAKE_CUDA_COMPILER}), "
                      "architectures ${CMAKE_CUDA_ARCHITECTURES}")

@@ -246,6 +246,12 @@ int main(int argc, char** argv) {
   }
   // The default stream (NULL) works too.
   test_allreduce(comm, nullptr, gjBfloat16, gjAvg, false, 12345);
+  // A larger threshold grows the fusion buffer; then another stream uses it.
+  test_grouped(comm, stream, gjFloat32, gjSum, false, std::size_t{1} << 20);
+  cudaStream_t other = nullptr;
+  gj::test::cuda_ok(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), "cudaStreamCreate");
+  test_grouped(comm, other, gjBfloat16, gjAvg, true, std::size_t{1} << 20);
+  gj::test::cuda_ok(cudaStreamDestroy(other), "cudaStreamDestroy");
 
   int failures = 0;
   MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

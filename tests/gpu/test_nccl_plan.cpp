@@ -74,8 +74,9 @@ TEST_CASE("plan_allreduce: avg") {
   }
 }
 
-TEST_CASE("describe names the call, count, dtype and extra detail") {
-  CHECK(gj::nccl::describe("ncclAllReduce", 1024, gjBfloat16, "op=avg") ==
+TEST_CASE("describe names the call, count, dtype and op or root") {
+  CHECK(gj::nccl::describe({"unpack", 96, gjUint8, gjSum, gj::nccl::Operation::kCopy}) == "unpack(count=96, dtype=u8)");
+  CHECK(gj::nccl::describe({"ncclAllReduce", 1024, gjBfloat16, gjAvg, gj::nccl::Operation::kReduction}) ==
         "ncclAllReduce(count=1024, dtype=bf16, op=avg)");
-  CHECK(gj::nccl::describe("ncclBroadcast", 0, gjUint8, "") == "ncclBroadcast(count=0, dtype=u8)");
+  CHECK(gj::nccl::describe({"ncclBroadcast", 0, gjUint8, gjSum, 3}) == "ncclBroadcast(count=0, dtype=u8, root=3)");
 }

@@ -7,7 +7,7 @@
 
 #include "dtype.h"
 #include "error.h"
-#include "mpi/avg.h"
+#include "host/reduce.h"
 #include "mpi/mpi_check.h"
 #include "mpi/mpi_types.h"
 
@@ -37,9 +37,11 @@ class MpiBackend final : public Backend {
       shm_->allreduce(send, recv, count, dtype, op);
       return;
     }
+    // gjAvg as the header defines it: floating contributions are divided before the sum,
+    // the exact integer sum is divided after it.
     const bool prescale = op == gjAvg && is_floating(dtype);
     if (prescale) {
-      scale_contribution(recv, send, count, dtype, size_);
+      host::scale(recv, send, count, dtype, 1.0 / size_);
       send = recv;
     }
     const std::size_t elem = dtype_size(dtype);
@@ -52,7 +54,7 @@ class MpiBackend final : public Backend {
       mpi_check(MPI_Allreduce(in, out, static_cast<int>(n), type, mpi_op, comm_),
                 describe("MPI_Allreduce", n, dtype) + " op=" + op_name(op));
     }
-    if (op == gjAvg && !prescale) divide_sum(recv, count, dtype, size_);
+    if (op == gjAvg && !prescale) host::divide(recv, count, dtype, size_);
   }
 
   void broadcast(void* buf, std::size_t count, gjDataType_t dtype, int root, void* /*stream*/) override {

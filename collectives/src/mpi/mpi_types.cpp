@@ -1,18 +1,11 @@
 #include "mpi/mpi_types.h"
 
-#include <string>
-
-#include "dtype.h"
-#include "error.h"
 #include "mpi/mpi_check.h"
-#ifdef GJ_HAVE_HOST_REDUCE
 #include "host/reduce.h"
-#endif
 
 namespace gj {
 namespace {
 
-#ifdef GJ_HAVE_HOST_REDUCE
 // MPI's signature: inout[i] = in[i] op inout[i]; all our ops are commutative.
 template <gjDataType_t D, gjRedOp_t O>
 void half_op(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
@@ -28,20 +21,17 @@ MPI_User_function* half_fn(gjRedOp_t op) {
     default: return &half_op<D, gjSum>;  // gjSum, gjAvg (pre-scaled)
   }
 }
-#endif
 
 }  // namespace
 
 MpiTypes::MpiTypes() {
   mpi_check(MPI_Type_contiguous(2, MPI_BYTE, &half_), "MPI_Type_contiguous(2, MPI_BYTE)");
   mpi_check(MPI_Type_commit(&half_), "MPI_Type_commit(16-bit type)");
-#ifdef GJ_HAVE_HOST_REDUCE
   for (int o = 0; o < gjNumRedOps; ++o) {
     const auto op = static_cast<gjRedOp_t>(o);
     mpi_check(MPI_Op_create(half_fn<gjFloat16>(op), 1, &half_ops_[0][o]), "MPI_Op_create(f16)");
     mpi_check(MPI_Op_create(half_fn<gjBfloat16>(op), 1, &half_ops_[1][o]), "MPI_Op_create(bf16)");
   }
-#endif
 }
 
 MpiTypes::~MpiTypes() {
@@ -69,12 +59,7 @@ MPI_Datatype MpiTypes::datatype(gjDataType_t dtype) const {
 
 MPI_Op MpiTypes::op(gjDataType_t dtype, gjRedOp_t op) const {
   if (dtype == gjFloat16 || dtype == gjBfloat16) {
-    const MPI_Op half = half_ops_[dtype == gjFloat16 ? 0 : 1][op];
-    if (half == MPI_OP_NULL) {
-      throw Error(gjUnsupported, std::string("dtype=") + dtype_name(dtype) +
-                                     " needs the host reduction code, which this build lacks");
-    }
-    return half;
+    return half_ops_[dtype == gjFloat16 ? 0 : 1][op];
   }
   switch (op) {
     case gjMin: return MPI_MIN;

@@ -18,7 +18,6 @@ class MpiTypes {
 
   MPI_Datatype datatype(gjDataType_t dtype) const;
   // gjAvg maps to the sum: callers pre-scale (floating) or divide afterwards (integers).
-  // Throws gj::Error(gjUnsupported) for f16/bf16 in a build without the host reduction code.
   MPI_Op op(gjDataType_t dtype, gjRedOp_t op) const;
 
  private:

@@ -64,7 +64,7 @@ int select_device(int local_rank) {
 struct StreamMark {
   cudaStream_t stream;
   cudaEvent_t done;
-  std::string what;
+  nccl::Operation op;
 };
 
 class NcclBackend final : public Backend {
@@ -78,7 +78,7 @@ class NcclBackend final : public Backend {
     DeviceScope scope(device_);
     if (!comm_.aborted()) {
       try {
-        for (const StreamMark& m : marks_) comm_.wait(m.done, m.what);
+        for (const StreamMark& m : marks_) comm_.wait(m.done, nccl::describe(m.op));
         if (fusion_ != nullptr) check(cudaFree(fusion_), "cudaFree(fusion buffer)");
       } catch (const Error& e) {
         std::fprintf(stderr, "gj collectives: NCCL backend teardown: %s\n", e.what());
@@ -94,8 +94,8 @@ class NcclBackend final : public Backend {
 
   void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
                  void* stream_v) override {
-    const std::string what = nccl::describe("ncclAllReduce", count, dtype, (std::string("op=") + nccl::op_name(op)).c_str());
-    comm_.ensure_usable(what);
+    const nccl::Operation what{"ncclAllReduce", count, dtype, op, nccl::Operation::kReduction};
+    comm_.ensure_usable(what.call);
     if (count == 0) return;
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
@@ -106,19 +106,21 @@ class NcclBackend final : public Backend {
       cuda::scale(recv, send, count, dtype, plan.prescale, stream);
       send = recv;
     }
-    comm_.complete(ncclAllReduce(send, recv, count, plan.dtype, plan.op, comm_.get(), stream), what);
+    comm_.complete_lazy(ncclAllReduce(send, recv, count, plan.dtype, plan.op, comm_.get(), stream),
+                        [&] { return nccl::describe(what); });
     if (plan.postdivide != 0) cuda::divide(recv, count, dtype, plan.postdivide, stream);
     if (fused) record_fusion_use(stream);
     mark(stream, what);
   }
 
   void broadcast(void* buf, std::size_t count, gjDataType_t dtype, int root, void* stream_v) override {
-    const std::string what = nccl::describe("ncclBroadcast", count, dtype, ("root=" + std::to_string(root)).c_str());
-    comm_.ensure_usable(what);
+    const nccl::Operation what{"ncclBroadcast", count, dtype, gjSum, root};
+    comm_.ensure_usable(what.call);
     if (count == 0) return;
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
-    comm_.complete(ncclBroadcast(buf, buf, count, nccl::to_nccl(dtype), root, comm_.get(), stream), what);
+    comm_.complete_lazy(ncclBroadcast(buf, buf, count, nccl::to_nccl(dtype), root, comm_.get(), stream),
+                        [&] { return nccl::describe(what); });
     mark(stream, what);
   }
 
@@ -159,7 +161,9 @@ class NcclBackend final : public Backend {
     if (fused) order_fusion_use(stream);
     cuda::unpack(dsts, src, bytes, n, stream);
     if (fused) record_fusion_use(stream);
-    mark(stream, "unpack from the fusion buffer");
+    std::size_t total = 0;
+    for (int i = 0; i < n; ++i) total += bytes[i];
+    mark(stream, nccl::Operation{"unpack", total, gjUint8, gjSum, nccl::Operation::kCopy});
   }
 
   void abort() noexcept override { comm_.abort(); }
@@ -215,18 +219,19 @@ class NcclBackend final : public Backend {
     fusion_stream_set_ = true;
   }
 
-  void mark(cudaStream_t stream, const std::string& what) {
+  void mark(cudaStream_t stream, const nccl::Operation& what) {
     StreamMark* m = nullptr;
     for (StreamMark& candidate : marks_) {
       if (candidate.stream == stream) m = &candidate;
     }
     if (m == nullptr) {
       prune_marks();
-      marks_.push_back(StreamMark{stream, make_event(), {}});
+      marks_.push_back(StreamMark{stream, make_event(), what});
       m = &marks_.back();
     }
-    check(cudaEventRecord(m->done, stream), "cudaEventRecord(after " + what + ")");
-    m->what = what;
+    const cudaError_t err = cudaEventRecord(m->done, stream);
+    if (err != cudaSuccess) cuda::throw_cuda_error(err, "cudaEventRecord(after " + nccl::describe(what) + ")");
+    m->op = what;
   }
 
   // Forgets streams whose last operation has completed once many streams were seen, so that a

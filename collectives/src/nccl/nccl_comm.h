@@ -31,6 +31,12 @@ class Comm {
   // Completes an NCCL call: polls while ncclInProgress, then checks the result and the
   // communicator's asynchronous error state.
   void complete(ncclResult_t result, const std::string& what);
+  // The same for the hot path: describe() (returning the operation's name) runs only on failure.
+  template <typename Describe>
+  void complete_lazy(ncclResult_t result, Describe&& describe) {
+    if (result == ncclSuccess && comm_ != nullptr && async_state() == ncclSuccess) return;
+    complete(result, describe());
+  }
   // Waits until event has completed, polling the asynchronous error state and the timeout.
   void wait(cudaEvent_t event, const std::string& what);
   void abort() noexcept;

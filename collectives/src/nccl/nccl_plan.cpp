@@ -68,9 +68,10 @@ const char* op_name(gjRedOp_t op) {
   }
 }
 
-std::string describe(const char* call, std::size_t count, gjDataType_t dtype, const char* extra) {
-  std::string s = std::string(call) + "(count=" + std::to_string(count) + ", dtype=" + dtype_name(dtype);
-  if (extra != nullptr && *extra != '\0') s += std::string(", ") + extra;
+std::string describe(const Operation& op) {
+  std::string s = std::string(op.call) + "(count=" + std::to_string(op.count) + ", dtype=" + dtype_name(op.dtype);
+  if (op.root >= 0) s += ", root=" + std::to_string(op.root);
+  if (op.root == Operation::kReduction) s += std::string(", op=") + op_name(op.op);
   return s + ")";
 }
 

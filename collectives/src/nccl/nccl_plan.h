@@ -31,7 +31,17 @@ bool is_floating(gjDataType_t dtype);
 const char* dtype_name(gjDataType_t dtype);
 const char* op_name(gjRedOp_t op);
 
-// "ncclAllReduce(count=1024, dtype=bf16, op=avg)": names an operation in error messages.
-std::string describe(const char* call, std::size_t count, gjDataType_t dtype, const char* extra);
+// An enqueued operation, kept as values so that the fast path builds no strings; describe()
+// names it in error messages: "ncclAllReduce(count=1024, dtype=bf16, op=avg)".
+struct Operation {
+  const char* call;
+  std::size_t count;
+  gjDataType_t dtype;
+  gjRedOp_t op;  // named when root == kReduction
+  int root;      // broadcast's root, or kReduction, or kCopy (neither op nor root named)
+  static constexpr int kReduction = -1;
+  static constexpr int kCopy = -2;
+};
+std::string describe(const Operation& op);
 
 }  // namespace gj::nccl
