@@ -144,8 +144,25 @@ void bad_environment(Ctx& ctx) {
     if (ctx.rank == 0) setenv("GJ_COLL_BACKEND", "gpu", 1);
     const gjResult_t rc = gjCommInitMpi(&c, &world);
     unsetenv("GJ_COLL_BACKEND");
-    expect_error(ctx, F, "GJ_COLL_BACKEND=gpu on rank 0 only", rc, gjInvalidArgument,
-                 ctx.rank == 0 ? "GJ_COLL_BACKEND=\"gpu\"" : "invalid on another rank");
+    if (ctx.rank == 0) {
+      expect_error(ctx, F, "GJ_COLL_BACKEND=gpu on rank 0", rc, gjInvalidArgument, "GJ_COLL_BACKEND=\"gpu\"");
+    } else {
+      expect_error(ctx, F, "GJ_COLL_BACKEND=gpu on rank 0, seen elsewhere", rc, gjInvalidUsage,
+                   "GJ_COLL_* settings failed on another rank");
+    }
+  }
+  gjBackend_t backend = gjBackendMpi;
+  if (ctx.size > 1 && gjCommBackend(ctx.comm, 1, &backend) == gjUnsupported) {
+    // GJ_COLL_BACKEND=nccl where NCCL cannot be used, on one rank only.
+    if (ctx.rank == 0) setenv("GJ_COLL_BACKEND", "nccl", 1);
+    const gjResult_t rc = gjCommInitMpi(&c, &world);
+    unsetenv("GJ_COLL_BACKEND");
+    if (ctx.rank == 0) {
+      expect_error(ctx, F, "GJ_COLL_BACKEND=nccl without NCCL", rc, gjUnsupported, "GJ_COLL_BACKEND=nccl but");
+    } else {
+      expect_error(ctx, F, "GJ_COLL_BACKEND=nccl on rank 0, seen elsewhere", rc, gjInvalidUsage,
+                   "backend choice failed on another rank");
+    }
   }
 }
 
