@@ -75,19 +75,21 @@ class NcclBackend final : public Backend {
   }
 
   ~NcclBackend() override {
-    DeviceScope scope(device_);
-    if (!comm_.aborted()) {
-      try {
+    // A destructor can only report: every failure here goes to stderr (the communicator is
+    // aborted by the failing wait).
+    try {
+      DeviceScope scope(device_);
+      if (!comm_.aborted()) {
         for (const StreamMark& m : marks_) comm_.wait(m.done, nccl::describe(m.op));
         if (fusion_ != nullptr) check(cudaFree(fusion_), "cudaFree(fusion buffer)");
-      } catch (const Error& e) {
-        std::fprintf(stderr, "gj collectives: NCCL backend teardown: %s\n", e.what());
       }
+      // After an abort the fusion buffer is left to process exit: freeing it could block on a
+      // device whose work never finishes.
+      for (const StreamMark& m : marks_) (void)cudaEventDestroy(m.done);
+      (void)cudaEventDestroy(fusion_done_);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gj collectives: NCCL backend teardown: %s\n", e.what());
     }
-    // After an abort the fusion buffer is left to process exit: freeing it could block on a
-    // device whose work never finishes.
-    for (const StreamMark& m : marks_) (void)cudaEventDestroy(m.done);
-    (void)cudaEventDestroy(fusion_done_);
   }
 
   gjBackend_t kind() const override { return gjBackendNccl; }

@@ -85,7 +85,7 @@ Comm::~Comm() {
     complete(ncclCommFinalize(comm_), "ncclCommFinalize");
     ncclCommDestroy(comm_);
     comm_ = nullptr;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     // complete() has aborted the communicator already; a destructor can only report.
     std::fprintf(stderr, "gj collectives: NCCL communicator teardown: %s\n", e.what());
   }
