@@ -9,7 +9,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   openssh-server openssh-client
   iproute2 util-linux procps
-  python3 python3-numpy python3-yaml
+  python3 python3-numpy python3-yaml python3-mpi4py
   clang libclang-rt-dev
 )
 

@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 build=${GJ_BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
+# Where CUDA is installed (our machines: /usr/local/cuda), require it, so a broken detection
+# fails the run instead of quietly building without the GPU backend.
+cuda=()
+if [ -x /usr/local/cuda/bin/nvcc ]; then cuda=(-DGJ_WITH_CUDA=ON -DGJ_WITH_NCCL=ON); fi
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda[@]}"
 cmake --build "$build" -j"$(nproc)"
 ctest --test-dir "$build" --output-on-failure --timeout 600
