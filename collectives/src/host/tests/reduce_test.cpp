@@ -223,3 +223,17 @@ TEST_CASE("invalid dtype, op or divisor is a gjInvalidArgument error naming the 
   CHECK(code_of([&] { gj::host::divide(&a, 1, gjInt32, 0); }) == gjInvalidArgument);
   CHECK(code_of([&] { gj::host::to_f32(&a, &b, 1, gjFloat32); }) == gjInvalidArgument);
 }
+
+TEST_CASE("copy moves every byte for lengths around the SIMD widths and leaves the rest", "[copy]") {
+  for (std::size_t n : {0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 4095, 4096, 65537}) {
+    for (std::size_t misalign : {0, 1, 7}) {
+      CAPTURE(n, misalign);
+      std::vector<unsigned char> src(n + 8), dst(n + 16, 0xEE);
+      for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 31 + 7);
+      gj::host::copy(dst.data() + misalign, src.data() + 1, n);
+      CHECK(std::memcmp(dst.data() + misalign, src.data() + 1, n) == 0);
+      for (std::size_t i = 0; i < misalign; ++i) CHECK(dst[i] == 0xEE);
+      for (std::size_t i = misalign + n; i < dst.size(); ++i) CHECK(dst[i] == 0xEE);
+    }
+  }
+}
