@@ -2,7 +2,7 @@
 // MPI_Allreduce on the same buffers, runs alternating, sizes min..max bytes (x2 steps).
 //
 //   mpiexec --allow-run-as-root -np 2 build/bench/gj_allreduce_bench [--types f32,bf16]
-//       [--minbytes 4] [--maxbytes 256M] [--rounds 3] [--iters 0=auto] [--impl gj|shm]
+//       [--minbytes 4] [--maxbytes 256M] [--rounds 5] [--iters 0=auto] [--impl gj|shm]
 //
 // time = the slowest rank's mean per call, best of `rounds` alternating batches;
 // algbw = bytes / time; busbw = algbw * 2(n-1)/n; #wrong = elements differing from the
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     for (std::string s; std::getline(list, s, ',');) types.push_back(parse_type(s));
     min_bytes = static_cast<std::size_t>(args.num("minbytes", 4));
     max_bytes = static_cast<std::size_t>(args.num("maxbytes", 256LL << 20));
-    rounds = static_cast<int>(args.num("rounds", 3));
+    rounds = static_cast<int>(args.num("rounds", 5));
     fixed_iters = static_cast<int>(args.num("iters", 0));
     impl = args.str("impl", "gj");
     args.reject_unknown();
@@ -144,8 +144,10 @@ int main(int argc, char** argv) {
     for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
       const std::size_t count = bytes / t.size;
       if (count == 0) continue;
+      // Short batches (<= ~2 MiB moved) and best-of-rounds: on a shared machine a batch
+      // longer than a scheduler time slice measures our CPU share, not the allreduce.
       const int iters =
-          fixed_iters > 0 ? fixed_iters : static_cast<int>(std::clamp<std::size_t>((64u << 20) / bytes, 1, 1000));
+          fixed_iters > 0 ? fixed_iters : static_cast<int>(std::clamp<std::size_t>((2u << 20) / bytes, 1, 200));
       auto ours = [&] {
         if (engine) engine->allreduce(send.data(), recv.data(), count, t.dtype, gjSum);
         else gj::bench::check(gjAllReduce(send.data(), recv.data(), count, t.dtype, gjSum, comm, nullptr), comm,
