@@ -195,11 +195,13 @@ mh_pod_wait() {
 # Kills every process of a pod, as a node failure or a deleted pod does.
 mh_pod_kill() { mh_kill_ns "${MH_NS[$1]}" "${2:-KILL}"; }
 
-# Processes still running in a pod (host PIDs and command lines).
+# Processes still running in a pod: host PID, program name (comm), command line.
 mh_pod_ps() {
   local p pids
   pids=$(ip netns pids "${MH_NS[$1]}" 2>/dev/null || true)
-  for p in $pids; do printf '%s %s\n' "$p" "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"; done
+  for p in $pids; do
+    printf '%s %s %s\n' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)" "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+  done
 }
 
 # Waits until <file> has a line matching <regex> (grep -E), at most <seconds>.

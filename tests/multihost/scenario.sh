@@ -89,7 +89,7 @@ mh_assert_no_ranks_left() {
   while :; do
     left=""
     for pod in "${MH_PODS[@]}"; do
-      left+=$(mh_pod_ps "$pod" | grep -E 'mh_probe|orted|python3' | sed "s/^/$pod: /")
+      left+=$(mh_pod_ps "$pod" | grep -E '^[0-9]+ (mh_probe|orted|python3) ' | sed "s/^/$pod: /")
     done
     [ -z "$left" ] && break
     [ "$t" -ge $((limit * 10)) ] && mh_die "processes still running ${limit}s after the job ended: $left"
