@@ -17,6 +17,12 @@ sleep 2
 mh_hosts_add late-worker-1
 ready_ms=$(mh_now_ms)
 mh_log "late-worker-1.late is resolvable from now on"
+# How fast the gate notices: Open MPI's orted appears on late-worker-1 once mpiexec started.
+if mh_wait_for_process late-worker-1 orted 30; then
+  latency=$(( $(mh_now_ms) - ready_ms ))
+  mh_log "orted started on late-worker-1 $latency ms after its name appeared (gate + mpiexec + ssh)"
+  [ "$latency" -le 3000 ] || mh_die "the master needed $latency ms to start the job after the last host became ready"
+fi
 mh_pod_wait "$master" 45
 end=$(mh_now_ms)
 mh_assert_eq "master exit code after waiting" 0 "$MH_RC"
