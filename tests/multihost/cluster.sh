@@ -116,6 +116,7 @@ mh_up() {
     n=$((n + 1))
   done
   mh_make_secret
+  printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"$MH_RUN/resolv.conf"
   for pod in "${MH_PODS[@]}"; do
     # Like a Kubernetes pod: localhost, then the pod's own address with its FQDN and short name.
     printf '127.0.0.1\tlocalhost\n%s\t%s.%s\t%s\n' "${MH_ADDR[$pod]}" "$pod" "$job" "$pod" >"$MH_RUN/hosts/$pod"
@@ -158,7 +159,9 @@ mh_make_secret() {
 }
 
 # mh_pod_start <pod> [NAME=value ...] -- <command> [args]: starts the pod in the background
-# with a container's clean environment plus the given variables; output to logs/<pod>.log.
+# with a container's clean environment plus the given variables and default signal
+# dispositions (a script's background jobs start with SIGINT/SIGQUIT ignored); output to
+# logs/<pod>.log.
 mh_pod_start() {
   local pod=$1; shift
   local vars=()
@@ -166,9 +169,9 @@ mh_pod_start() {
   shift
   local ns=${MH_NS[$pod]}
   [ -n "$ns" ] || mh_die "mh_pod_start: unknown pod '$pod'"
-  ip netns exec "$ns" env -i PATH="$MH_POD_PATH" HOME=/root HOSTNAME="$pod" "${vars[@]}" \
+  ip netns exec "$ns" env -i --default-signal PATH="$MH_POD_PATH" HOME=/root HOSTNAME="$pod" "${vars[@]}" \
     unshare --uts --mount --pid --fork --mount-proc --propagation private -- \
-    "$MH_DIR/pod_init.sh" "$pod" "$MH_RUN/hosts/$pod" "$MH_RUN/ssh" -- "$@" \
+    "$MH_DIR/pod_init.sh" "$pod" "$MH_RUN/hosts/$pod" "$MH_RUN/resolv.conf" "$MH_RUN/ssh" -- "$@" \
     >>"$MH_RUN/logs/$pod.log" 2>&1 &
   MH_PID[$pod]=$!
   mh_log "pod $pod started (${MH_ADDR[$pod]}, pid ${MH_PID[$pod]}): $*"

@@ -5,20 +5,23 @@
 # pod's command (which becomes PID 1, as a container command does):
 #   hostname            = the pod name (<job>-worker-0)
 #   /etc/hosts          = this pod's hosts file (every pod's <name>.<job>, own short name)
+#   /etc/resolv.conf    = nameserver 127.0.0.1: names not in the hosts file fail at once, on
+#                         the pod's own loopback (no DNS query leaves, whatever the machine uses)
 #   /root               = private tmpfs; /root/.ssh = the job's ssh Secret, read-only
 #   /run /tmp /dev/shm /var/log = private tmpfs (own sshd state, Open MPI session dirs, wtmp)
-# Usage: pod_init.sh <hostname> <hosts-file> <ssh-secret-dir> -- <command> [args...]
+# Usage: pod_init.sh <hostname> <hosts-file> <resolv.conf> <ssh-secret-dir> -- <command> [args...]
 set -euo pipefail
-if [ $# -lt 5 ] || [ "$4" != "--" ]; then
-  echo "pod_init.sh: usage: pod_init.sh <hostname> <hosts-file> <ssh-secret-dir> -- <command> [args...]" >&2
+if [ $# -lt 6 ] || [ "$5" != "--" ]; then
+  echo "pod_init.sh: usage: pod_init.sh <hostname> <hosts-file> <resolv.conf> <ssh-secret-dir> -- <command> [args...]" >&2
   exit 2
 fi
-pod_hostname=$1 hosts_file=$2 ssh_secret=$3
-shift 4
+pod_hostname=$1 hosts_file=$2 resolv_conf=$3 ssh_secret=$4
+shift 5
 
 hostname "$pod_hostname"
 # Order matters: the sources live under /tmp, so bind them before /tmp is replaced.
 mount --bind "$hosts_file" /etc/hosts
+mount --bind "$resolv_conf" /etc/resolv.conf
 mount -t tmpfs -o mode=0700 gjmh-root /root
 mkdir /root/.ssh
 mount --bind "$ssh_secret" /root/.ssh
