@@ -39,7 +39,7 @@ TEST_CASE("default exports: job-wide knobs set on the master, never per-node RDM
   }
 }
 
-TEST_CASE("--export NAME, NAME=VALUE, PREFIX*", "[env]") {
+TEST_CASE("export requests: NAME, NAME=VALUE and PREFIX patterns", "[env]") {
   const EnvMap env = {{"MY_A", "1"}, {"MY_B", "2"}, {"OTHER", "3"}, {"NCCL_DEBUG", "WARN"}};
   const ExportSelection sel = select_exports(env, {"OTHER", "MY_*", "X=1", "NCCL_DEBUG=INFO", "MISSING", "NONE_*"}, true);
   CHECK(names(sel.vars) == std::vector<std::string>{"NCCL_DEBUG", "OTHER", "MY_A", "MY_B", "X"});
