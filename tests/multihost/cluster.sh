@@ -55,12 +55,19 @@ mh_require() {
   mh_log "SKIP: cannot build the test cluster: $why"; exit "$MH_SKIP"
 }
 
+# Is the run that owns a name still alive? (A killed owner can linger as a zombie.)
+mh_owner_alive() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
 # Removes namespaces and run dirs whose owning process is gone.
 mh_sweep() {
   local ns owner d
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^gjmh[0-9]+r[0-9]+-' || true); do
     owner=${ns#gjmh}; owner=${owner%%r*}
-    if ! kill -0 "$owner" 2>/dev/null; then
+    if ! mh_owner_alive "$owner"; then
       mh_log "sweep: removing leftover namespace $ns (owner pid $owner is gone)"
       mh_kill_ns "$ns" KILL
       ip netns del "$ns" 2>/dev/null || true
@@ -69,7 +76,7 @@ mh_sweep() {
   for d in /tmp/gjmh.*; do
     [ -d "$d" ] || continue
     owner=${d#/tmp/gjmh.}; owner=${owner%%.*}
-    if [ -n "$owner" ] && ! kill -0 "$owner" 2>/dev/null; then
+    if [ -n "$owner" ] && ! mh_owner_alive "$owner"; then
       mh_log "sweep: removing leftover run dir $d"; rm -rf "$d"
     fi
   done

@@ -16,7 +16,7 @@ case "${1:-}" in
     left=$(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^gjmh[0-9]+r[0-9]+-' || true)
     for ns in $left; do
       owner=${ns#gjmh}; owner=${owner%%r*}
-      kill -0 "$owner" 2>/dev/null || mh_die "namespace $ns of dead run $owner could not be removed"
+      mh_owner_alive "$owner" || mh_die "namespace $ns of dead run $owner could not be removed"
     done
     echo "multihost: no leftovers of finished runs"
     ;;
