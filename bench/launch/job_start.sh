@@ -74,6 +74,7 @@ if [ -n "$out" ]; then
     echo
     echo "- command: \`bench/launch/job_start.sh --reps $reps --gj <build>/$(basename "$MH_GJ") --probe <build>/$(basename "$MH_PROG")\`"
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- load average at the end: $(cut -d" " -f1-3 /proc/loadavg) (the machine is shared; runs alternate so both sides see the same load)"
     echo "- machine: $(nproc) CPUs ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $(uname -sr), $(mpiexec --version | head -n1)"
     echo "- job: 3 pods (master + 2 workers, 1 slot each, network namespaces on one machine), mh_probe (MPI_Init, one allreduce, MPI_Finalize)"
     echo "- time: master pod start to master pod exit; workers already running gj-mpirun (sshd)"

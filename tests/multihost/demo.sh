@@ -7,9 +7,12 @@ source "$(dirname "$0")/scenario.sh"
 build=${1:-}
 [ -d "$build" ] || mh_die "usage: cluster.sh demo <build-dir> [program [args...]] (build dir '$build' not found)"
 shift
-gj=$(find "$build" -type f -name gj-mpirun -perm -u+x | head -n1)
+gj=$build/agent/gj-mpirun
+[ -x "$gj" ] || gj=$(find "$build" -type f -name gj-mpirun -perm -u+x | head -n1)
 [ -n "$gj" ] || mh_die "no gj-mpirun in $build; build it first (cmake --build $build)"
-prog=${1:-$(find "$build" -type f -name mh_probe -perm -u+x | head -n1)}
+probe=$build/tests/multihost/mh_probe
+[ -x "$probe" ] || probe=$(find "$build" -type f -name mh_probe -perm -u+x | head -n1)
+prog=${1:-$probe}
 [ $# -gt 0 ] && shift
 [ $# -gt 0 ] || [ "$(basename "$prog")" != mh_probe ] || set -- --env GJ_TRAINING_POD_NAME
 mh_scenario_init "$gj" "$prog"
