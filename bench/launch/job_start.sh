@@ -80,6 +80,19 @@ if [ -n "$out" ]; then
     echo "- time: master pod start to master pod exit; workers already running gj-mpirun (sshd)"
     echo
     echo "$report"
+    echo
+    # Quoted heredoc: nothing in this text is expanded or run.
+    cat <<'TXT'
+Both sides start an sshd on the master (host key generated first) and run the same mpiexec
+over ssh. gj-mpirun's extra work before mpiexec: reading `mpiexec --version`, copying the
+Secret's keys to private files, and the readiness gate (DNS + TCP to every host's sshd; all
+hosts are up here, so it passes at the first probe). The hand-written side is
+tests/multihost/plain_pod.sh: the minimum that works on these pods (keys copied to 0600, FQDNs
+kept, ssh options), without any waiting, so it fails when a worker is late.
+
+Regenerate (root): `bench/launch/job_start.sh --reps 8 --gj build/agent/gj-mpirun
+--probe build/tests/multihost/mh_probe --out docs/bench-jobstart.md`
+TXT
   } >"$out"
   mh_log "results written to $out"
 fi
