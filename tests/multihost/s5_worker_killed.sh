@@ -4,14 +4,9 @@
 # orted may stay behind on the surviving pods.
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$@"
-mh_up kill 2
+mh_looping_job kill
 master=kill-master-0
-log=$(mh_podlog "$master")
-mh_agent_job 1 0 1 0 -- "$MH_PROG" --loop 120
-for r in 0 1 2; do
-  mh_wait_for_log "$log" "^LOOP $r iter=0" 45 || mh_die "rank $r never started its loop"
-done
-mh_log "all ranks are looping; killing every process of kill-worker-1"
+mh_log "killing every process of kill-worker-1"
 start=$(mh_now_ms)
 mh_pod_kill kill-worker-1 KILL
 mh_pod_wait "$master" 40

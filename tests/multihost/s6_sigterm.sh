@@ -4,13 +4,8 @@
 # and the pod's exit code must say it was SIGTERM (128+15 = 143).
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$@"
-mh_up term 2
+mh_looping_job term
 master=term-master-0
-log=$(mh_podlog "$master")
-mh_agent_job 1 0 1 0 -- "$MH_PROG" --loop 120
-for r in 0 1 2; do
-  mh_wait_for_log "$log" "^LOOP $r iter=0" 45 || mh_die "rank $r never started its loop"
-done
 pid1=$(mh_pod_init_pid "$master")
 [ -n "$pid1" ] || mh_die "cannot find the master pod's PID 1"
 mh_log "sending SIGTERM to the master pod's PID 1 (host pid $pid1: $(tr '\0' ' ' </proc/$pid1/cmdline))"

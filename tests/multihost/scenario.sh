@@ -49,6 +49,19 @@ mh_agent_job() {
 
 mh_master() { echo "${MH_PODS[0]}"; }
 
+# mh_looping_job <job>: a 3-pod job (1 slot each) whose ranks keep allreducing for 120 s;
+# returns once every rank is in its loop. For the tests that break a running job.
+mh_looping_job() {
+  mh_up "$1" 2
+  mh_agent_job 1 0 1 0 -- "$MH_PROG" --loop 120
+  local r log
+  log=$(mh_podlog "$(mh_master)")
+  for r in 0 1 2; do
+    mh_wait_for_log "$log" "^LOOP $r iter=0" 45 || mh_die "rank $r never started its loop"
+  done
+  mh_log "all ranks are looping"
+}
+
 mh_assert_eq() {  # <what> <expected> <actual>
   [ "$2" = "$3" ] || mh_die "$1: expected '$2', got '$3'"
   mh_log "ok: $1 = '$3'"
