@@ -13,6 +13,7 @@
 #include "launch.h"
 #include "temp_dir.h"
 
+using gj::test::slurp;
 using gj::test::TempDir;
 
 namespace {
@@ -22,13 +23,6 @@ const std::string kHelper = GJ_SYS_TEST_HELPER;
 std::vector<std::string> helper(std::vector<std::string> args) {
   args.insert(args.begin(), kHelper);
   return args;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 bool wait_for_file(const std::string& path, std::chrono::milliseconds limit) {

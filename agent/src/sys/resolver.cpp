@@ -75,7 +75,7 @@ void AsyncResolver::refresh_files(Clock::time_point now) {
   last_refresh_ = now;
   if (auto s = file_stamp(config_.hosts_file); s != hosts_stamp_) {
     hosts_stamp_ = s;
-    hosts_ = parse_hosts(read_file(config_.hosts_file));
+    hosts_ = index_hosts(parse_hosts(read_file(config_.hosts_file)));
   }
   if (auto s = file_stamp(config_.resolv_conf); s != resolv_stamp_) {
     resolv_stamp_ = s;

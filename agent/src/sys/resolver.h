@@ -93,7 +93,7 @@ class AsyncResolver {
   bool start_waiting_ = false;
   // Cached file contents, re-read when the file's identity or mtime changes.
   std::string hosts_stamp_, resolv_stamp_;
-  std::vector<HostsEntry> hosts_;
+  HostsIndex hosts_;
   ResolvConf resolv_;
   Clock::time_point last_refresh_{};
 };
