@@ -174,11 +174,17 @@ mh_pod_start() {
   local vars=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do vars+=("$1"); shift; done
   shift
-  local ns=${MH_NS[$pod]}
+  local ns=${MH_NS[$pod]} keep a
   [ -n "$ns" ] || mh_die "mh_pod_start: unknown pod '$pod'"
+  # What the pod must still see under its private /root, /tmp, ...: the checkout, the
+  # directories in MH_KEEP_PATHS (colon-separated) and those of the programs it runs.
+  keep=$(cd "$MH_DIR/../.." && pwd)${MH_KEEP_PATHS:+:$MH_KEEP_PATHS}
+  for a in "$@"; do
+    case "$a" in /*) [ -e "$a" ] && keep+=":$(dirname "$a")" ;; esac
+  done
   ip netns exec "$ns" env -i --default-signal PATH="$MH_POD_PATH" HOME=/root HOSTNAME="$pod" "${vars[@]}" \
     unshare --uts --mount --pid --fork --mount-proc --propagation private -- \
-    "$MH_DIR/pod_init.sh" "$pod" "$MH_RUN/hosts/$pod" "$MH_RUN/resolv.conf" "$MH_RUN/ssh" -- "$@" \
+    "$MH_DIR/pod_init.sh" "$pod" "$MH_RUN/hosts/$pod" "$MH_RUN/resolv.conf" "$MH_RUN/ssh" "$keep" -- "$@" \
     >>"$MH_RUN/logs/$pod.log" 2>&1 &
   MH_PID[$pod]=$!
   mh_log "pod $pod started (${MH_ADDR[$pod]}, pid ${MH_PID[$pod]}): $*"

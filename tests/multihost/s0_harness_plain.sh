@@ -4,6 +4,7 @@
 # keys, Open MPI over ssh between hosts) independently of the agent.
 source "$(dirname "$0")/scenario.sh"
 probe=$(realpath -e "${1:-}") || mh_die "usage: s0_harness_plain.sh <mh_probe>"
+MH_KEEP_PATHS=$(dirname "$probe")
 mh_require
 mh_up plain 2
 mh_pod_start plain-worker-0 -- "$MH_DIR/plain_pod.sh" sshd

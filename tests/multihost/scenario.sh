@@ -11,6 +11,7 @@ mh_scenario_init() {
   MH_GJ=$(realpath -e "${1:-}") && [ -x "$MH_GJ" ] \
     || mh_die "gj-mpirun '${1:-}' is not an executable file; pass the built binary"
   MH_PROG=$(realpath -e "${2:-}") || mh_die "training program '${2:-}' not found; build mh_probe first"
+  MH_KEEP_PATHS="$(dirname "$MH_GJ"):$(dirname "$MH_PROG")"
   mh_require
 }
 
