@@ -11,8 +11,8 @@ set -euo pipefail
 state=/run/plain
 
 prepare() {
-  mkdir -p -m 0700 "$state"
-  mkdir -p -m 0755 /run/sshd
+  install -d -m 0700 "$state"
+  install -d -m 0755 /run/sshd
   [ -f "$state/host_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -f "$state/host_ed25519"
   install -m 0600 /root/.ssh/authorized_keys "$state/authorized_keys"
   install -m 0600 /root/.ssh/id_rsa "$state/id_rsa"
