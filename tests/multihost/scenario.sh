@@ -113,13 +113,3 @@ mh_assert_no_ranks_left() {
 }
 
 mh_now_ms() { date +%s%3N; }
-
-# mh_wait_for_process <pod> <comm> <seconds>: polls every 20 ms until a process named <comm>
-# runs in the pod; returns 1 after <seconds>.
-mh_wait_for_process() {
-  local pod=$1 comm=$2 deadline=$(( $(mh_now_ms) + $3 * 1000 ))
-  until mh_pod_ps "$pod" | grep -qE "^[0-9]+ $comm "; do
-    [ "$(mh_now_ms)" -lt "$deadline" ] || return 1
-    sleep 0.02
-  done
-}
