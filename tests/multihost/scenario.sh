@@ -1,0 +1,115 @@
+#!/bin/bash
+# Shared by the scenario scripts s*.sh: the platform's pod environment, starting pods whose
+# command is gj-mpirun, and assertions. Sourced after cluster.sh.
+# Scenario scripts are called by ctest as: s<N>_<name>.sh <gj-mpirun> <training program>.
+source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh"
+set -uo pipefail
+
+# mh_scenario_init <gj-mpirun> <program>: checks the arguments and the machine (skip or fail).
+mh_scenario_init() {
+  # Absolute paths: the pods start in / and the workers see the same file system.
+  MH_GJ=$(realpath -e "${1:-}") && [ -x "$MH_GJ" ] \
+    || mh_die "gj-mpirun '${1:-}' is not an executable file; pass the built binary"
+  MH_PROG=$(realpath -e "${2:-}") || mh_die "training program '${2:-}' not found; build mh_probe first"
+  MH_KEEP_PATHS="$(dirname "$MH_GJ"):$(dirname "$MH_PROG")"
+  mh_require
+}
+
+# mh_platform_env <pod> <master cpu> <master gpu> <worker cpu> <worker gpu>: sets MH_ENV to
+# the variables the platform writes into that pod; MPI_HOST (the workers' <pod>.<job>, in
+# order, no slots) only on the master, as Volcano's mpi plugin does.
+mh_platform_env() {
+  local pod=$1 role=worker workers=$((${#MH_PODS[@]} - 1)) hosts="" i
+  case "$pod" in *-master-*) role=master ;; esac
+  MH_ENV=(GJ_TRAINING_ROLE="$role" GJ_TRAINING_VC_JOB_NAME="$MH_JOB" GJ_TRAINING_POD_NAME="$pod"
+    GJ_TRAINING_MASTER_CPU_LIMIT="$2" GJ_TRAINING_MASTER_GPU_LIMIT="$3" GJ_TRAINING_MASTER_REPLICAS=1
+    GJ_TRAINING_WORKER_CPU_LIMIT="$4" GJ_TRAINING_WORKER_GPU_LIMIT="$5" GJ_TRAINING_WORKER_REPLICAS="$workers")
+  if [ "$role" = master ] && [ "$workers" -gt 0 ]; then
+    for ((i = 0; i < workers; i++)); do hosts+="${hosts:+,}$MH_JOB-worker-$i.$MH_JOB"; done
+    MH_ENV+=(MPI_HOST="$hosts")
+  fi
+}
+
+# mh_agent_pod <pod> <mcpu> <mgpu> <wcpu> <wgpu> [NAME=value ...] -- <gj-mpirun args...>
+# Starts a pod whose command is gj-mpirun, with the platform's environment plus extras.
+mh_agent_pod() {
+  local pod=$1; shift
+  mh_platform_env "$pod" "$1" "$2" "$3" "$4"; shift 4
+  local extra=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do extra+=("$1"); shift; done
+  shift
+  mh_pod_start "$pod" "${MH_ENV[@]}" "${extra[@]}" -- "$MH_GJ" "$@"
+}
+
+# mh_agent_job <mcpu> <mgpu> <wcpu> <wgpu> [NAME=value ...] -- <gj-mpirun args...>
+# Every pod of the job runs the same gj-mpirun command line, as the platform does.
+mh_agent_job() {
+  local pod
+  for pod in "${MH_PODS[@]}"; do mh_agent_pod "$pod" "$@"; done
+}
+
+mh_master() { echo "${MH_PODS[0]}"; }
+
+# mh_looping_job <job>: a 3-pod job (1 slot each) whose ranks keep allreducing for 120 s;
+# returns once every rank is in its loop. For the tests that break a running job.
+mh_looping_job() {
+  mh_up "$1" 2
+  mh_agent_job 1 0 1 0 -- "$MH_PROG" --loop 120
+  local r log
+  log=$(mh_podlog "$(mh_master)")
+  for r in 0 1 2; do
+    mh_wait_for_log "$log" "^LOOP $r iter=0" 45 || mh_die "rank $r never started its loop"
+  done
+  mh_log "all ranks are looping"
+}
+
+mh_assert_eq() {  # <what> <expected> <actual>
+  [ "$2" = "$3" ] || mh_die "$1: expected '$2', got '$3'"
+  mh_log "ok: $1 = '$3'"
+}
+mh_assert_grep() {  # <what> <regex> <file>
+  grep -qE -- "$2" "$3" || mh_die "$1: no line matching /$2/ in $(basename "$3")"
+  mh_log "ok: $1"
+}
+mh_assert_no_grep() {  # <what> <regex> <file>
+  if grep -qE -- "$2" "$3"; then
+    mh_die "$1: unexpected line in $(basename "$3"): $(grep -E -m1 -- "$2" "$3")"
+  fi
+  mh_log "ok: $1"
+}
+
+# mh_assert_ranks <log> <np> <host:slots,...>: exactly np RANK lines, rank r on the host that
+# --map-by slot puts it on (hosts filled in order), each reporting size np.
+mh_assert_ranks() {
+  local log=$1 np=$2 spec=$3 r=0 entry host slots i got entries
+  IFS=, read -ra entries <<<"$spec"
+  for entry in "${entries[@]}"; do
+    host=${entry%:*} slots=${entry##*:}
+    for ((i = 0; i < slots; i++)); do
+      got=$(grep -cE "^RANK $r/$np host=$host( |\$)" "$log")
+      [ "$got" = 1 ] || mh_die "rank $r/$np: expected one line 'RANK $r/$np host=$host', found $got"
+      r=$((r + 1))
+    done
+  done
+  [ "$r" = "$np" ] || mh_die "placement $spec covers $r ranks but np is $np (test bug)"
+  got=$(grep -cE '^RANK ' "$log")
+  [ "$got" = "$np" ] || mh_die "expected $np RANK lines, found $got"
+  mh_log "ok: $np ranks placed $spec"
+}
+
+# mh_assert_no_ranks_left <seconds>: no training process or orted remains in any pod.
+mh_assert_no_ranks_left() {
+  local limit=$1 t=0 pod left
+  while :; do
+    left=""
+    for pod in "${MH_PODS[@]}"; do
+      left+=$(mh_pod_ps "$pod" | grep -E '^[0-9]+ (mh_probe|orted|python3) ' | sed "s/^/$pod: /")
+    done
+    [ -z "$left" ] && break
+    [ "$t" -ge $((limit * 10)) ] && mh_die "processes still running ${limit}s after the job ended: $left"
+    sleep 0.1; t=$((t + 1))
+  done
+  mh_log "ok: no rank or orted left on any pod"
+}
+
+mh_now_ms() { date +%s%3N; }
