@@ -320,3 +320,33 @@ TEST_CASE("sshd preparation failures are one clear line with the setup exit code
   }
   CHECK(gj::owned_process_ids().empty());
 }
+
+TEST_CASE("real sshd: a port taken by another process or a config sshd rejects is exit 6 naming the cause") {
+  if (should_skip()) return;
+  MountedSecret secret;
+  TempDir run("/run");
+  gj::SshdSetup setup;
+  setup.state_dir = run / "state";
+  setup.ssh_dir = secret.dir.path();
+  setup.listen_addresses = {"127.0.0.1"};
+  gj::test::Listener squatter("127.0.0.1", 0);  // accepts connections, but it is not our sshd
+  setup.port = squatter.port();
+  try {
+    gj::start_background_sshd(setup);
+    FAIL("expected LaunchError");
+  } catch (const gj::LaunchError& e) {
+    CHECK(e.exit_code == 6);
+    CHECK_THAT(e.message, Catch::Contains("exited with status 255 before listening"));
+  }
+  CHECK(gj::owned_process_ids().empty());
+
+  setup.port = gj::test::free_port();
+  setup.listen_addresses = {"no.such.address.invalid"};
+  try {
+    gj::start_background_sshd(setup);
+    FAIL("expected LaunchError");
+  } catch (const gj::LaunchError& e) {
+    CHECK(e.exit_code == 6);
+    CHECK_THAT(e.message, Catch::Contains("-t -f " + setup.state_dir + "/sshd_config rejected the generated configuration"));
+  }
+}
