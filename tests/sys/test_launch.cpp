@@ -110,6 +110,25 @@ TEST_CASE("SIGTERM to the supervisor reaches the job's whole process group") {
   }
 }
 
+TEST_CASE("a job that exits non-zero after a forwarded SIGTERM reports 128+SIGTERM, like mpiexec") {
+  // mpiexec traps SIGTERM, tears the ranks down and exits 1; the pod must still say "killed by
+  // SIGTERM" (143). A job that handles the signal and exits 0 keeps its 0.
+  struct Row {
+    std::string on_term;
+    int expected;
+  };
+  for (const Row& row : {Row{"exit 1", 128 + SIGTERM}, Row{"exit 0", 0}}) {
+    TempDir dir;
+    const std::string ready = dir / "ready";
+    const std::string script = "trap '" + row.on_term + "' TERM; : > " + ready + "; while :; do sleep 0.05; done";
+    gj::ChildProcess sup = gj::spawn_process(helper({"supervise", "sh", "-c", script}), {});
+    REQUIRE(wait_for_file(ready, std::chrono::seconds(10)));
+    REQUIRE(kill(sup.pid, SIGTERM) == 0);
+    CAPTURE(row.on_term);
+    CHECK(gj::wait_exit(sup.pid) == row.expected);
+  }
+}
+
 TEST_CASE("the job gets default signal dispositions and the supervisor works with SIGCHLD ignored") {
   // (execve keeps ignored signals; run_job resets them in both modes)
   // A job that sends itself SIGTERM: with the inherited SIG_IGN it would exit 0.

@@ -115,6 +115,10 @@ void terminate_target(int target, std::chrono::milliseconds grace) {
   ::kill(target, SIGKILL);
 }
 
+bool is_termination_signal(int sig) {
+  return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+}
+
 int supervise(const std::vector<std::string>& argv) {
   // Orphans of the job are reparented to us instead of to PID 1 of the container (or of
   // the host), so we can reap them even when we are not PID 1.
@@ -145,6 +149,7 @@ int supervise(const std::vector<std::string>& argv) {
 
   int job_status = 0;
   bool job_done = false;
+  int termination_signal = 0;  // the first SIGTERM/SIGINT/SIGHUP/SIGQUIT we passed on
   while (!job_done) {
     siginfo_t info{};
     timespec tick{1, 0};  // also reap periodically in case a SIGCHLD was coalesced
@@ -152,6 +157,7 @@ int supervise(const std::vector<std::string>& argv) {
     if (sig < 0 && errno != EAGAIN && errno != EINTR) fail_syscall("sigtimedwait", errno);
     if (sig > 0 && sig != SIGCHLD) {
       if (::kill(-group, sig) != 0 && errno == ESRCH) ::kill(job.pid, sig);
+      if (termination_signal == 0 && is_termination_signal(sig)) termination_signal = sig;
     }
     int st = 0;
     int pid;
@@ -171,6 +177,12 @@ int supervise(const std::vector<std::string>& argv) {
   terminate_owned_processes(std::chrono::seconds(2));
   reap_available();
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  // mpiexec catches SIGTERM, tears the job down and exits 1, which would hide why the pod
+  // ended. A job that fails after we passed on a termination signal was ended by it: report
+  // 128+N as the shell (and Kubernetes) would for a process killed by signal N.
+  if (termination_signal != 0 && WIFEXITED(job_status) && WEXITSTATUS(job_status) != 0) {
+    return 128 + termination_signal;
+  }
   return shell_status(job_status);
 }
 
