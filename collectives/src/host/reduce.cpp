@@ -217,7 +217,8 @@ void copy_sse2(unsigned char* d, const unsigned char* s, std::size_t n) {
   if (i < n) std::memcpy(d + i, s + i, n - i);
 }
 
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+// __builtin_cpu_init first: this initializer may run before libgcc's own CPU detection.
+const bool kHaveAvx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2") != 0);
 
 // bf16 by hand: GCC's vectorization of the portable loop repacks through 16-bit lanes and
 // runs at about half this speed. Same arithmetic as half_bits.h (checked by the same tests).
