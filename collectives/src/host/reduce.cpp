@@ -15,10 +15,10 @@
 #include <immintrin.h>
 #endif
 
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones) && !defined(GJ_NO_TARGET_CLONES)
+// GCC only: Clang rejects target_clones together with flatten (Clang builds get the
+// baseline x86-64 vectorization, plus the hand-written AVX2 paths below).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(GJ_NO_TARGET_CLONES)
 #define GJ_KERNEL __attribute__((target_clones("avx2", "default"), flatten))
-#endif
 #endif
 #ifndef GJ_KERNEL
 #define GJ_KERNEL __attribute__((flatten))
