@@ -22,6 +22,7 @@
 #include "bench_util.h"
 #include "gj/collectives.h"
 #include "gpu/resnet50_shapes.h"
+#include "shm/shm_allreduce.h"
 
 namespace {
 
@@ -128,7 +129,14 @@ int main(int argc, char** argv) {
     double time = std::numeric_limits<double>::infinity();
     long long wrong = 0;
   };
-  Method methods[] = {{"per-tensor MPI_Allreduce"}, {"per-tensor gjAllReduce"}, {"gjGroupedAllReduce"}};
+  // The shm engine's list call alone (what gjGroupedAllReduce can do on this path without
+  // packing; see docs/benchmarks.md), when the ranks share a node.
+  auto engine = gj::shm::ShmAllreduce::create(MPI_COMM_WORLD);
+  Method methods[] = {{"per-tensor MPI_Allreduce"},
+                      {"per-tensor gjAllReduce"},
+                      {"gjGroupedAllReduce"},
+                      {"shm engine allreduce_group"}};
+  const int nmethods = engine ? 4 : 3;
   auto step = [&](int m) {
     if (m == 0) {
       for (int k = 0; k < nt; ++k) {
@@ -139,6 +147,8 @@ int main(int argc, char** argv) {
         gj::bench::check(gjAllReduce(g.ptrs[k], g.ptrs[k], g.counts[k], g.dtype, gjSum, comm, nullptr), comm,
                          "gjAllReduce");
       }
+    } else if (m == 3) {
+      engine->allreduce_group(g.ptrs.data(), g.ptrs.data(), g.counts.data(), nt, g.dtype, gjSum);
     } else {
       gj::bench::check(gjGroupedAllReduce(g.ptrs.data(), g.ptrs.data(), g.counts.data(), nt, g.dtype, gjSum, comm,
                                           nullptr),
@@ -146,14 +156,14 @@ int main(int argc, char** argv) {
     }
   };
 
-  for (int m = 0; m < 3; ++m) {  // warm-up, and the correctness of one step
+  for (int m = 0; m < nmethods; ++m) {  // warm-up, and the correctness of one step
     g.fill(rank);
     step(m);
     methods[m].wrong = g.wrong(nranks);
   }
   for (int round = 0; round < rounds; ++round) {
-    for (int k = 0; k < 3; ++k) {
-      const int m = (round + k) % 3;  // rotate which method goes first
+    for (int k = 0; k < nmethods; ++k) {
+      const int m = (round + k) % nmethods;  // rotate which method goes first
       g.fill(rank);                   // fresh gradients each batch (in-place sums grow)
       methods[m].time = std::min(methods[m].time, gj::bench::time_batch(MPI_COMM_WORLD, iters, [&] { step(m); }));
     }
@@ -166,13 +176,15 @@ int main(int argc, char** argv) {
                 nranks, nt, g.bytes() / g.elem, g.bytes(), type.c_str(), threshold, gj::bench::machine_line().c_str());
     std::printf("# time: slowest rank's mean per step, best of %d alternating batches of %d steps\n", rounds, iters);
     std::printf("# %-26s %10s %12s %8s %9s\n", "method", "time(ms)", "algbw(GB/s)", "#wrong", "speedup");
-    for (const Method& m : methods) {
+    for (int k = 0; k < nmethods; ++k) {
+      const Method& m = methods[k];
       std::printf("  %-26s %10.2f %12.3f %8lld %8.2fx\n", m.name, m.time * 1e3,
                   static_cast<double>(g.bytes()) / m.time / 1e9, m.wrong, base / m.time);
     }
   }
   long long wrong = 0;
   for (const Method& m : methods) wrong += m.wrong;
+  engine.reset();
   gjCommDestroy(comm);
   bf16_owner.reset();
   MPI_Finalize();

@@ -15,10 +15,10 @@
 #include <immintrin.h>
 #endif
 
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones) && !defined(GJ_NO_TARGET_CLONES)
+// GCC only: Clang rejects target_clones together with flatten (Clang builds get the
+// baseline x86-64 vectorization, plus the hand-written AVX2 paths below).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(GJ_NO_TARGET_CLONES)
 #define GJ_KERNEL __attribute__((target_clones("avx2", "default"), flatten))
-#endif
 #endif
 #ifndef GJ_KERNEL
 #define GJ_KERNEL __attribute__((flatten))
@@ -217,7 +217,8 @@ void copy_sse2(unsigned char* d, const unsigned char* s, std::size_t n) {
   if (i < n) std::memcpy(d + i, s + i, n - i);
 }
 
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+// __builtin_cpu_init first: this initializer may run before libgcc's own CPU detection.
+const bool kHaveAvx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2") != 0);
 
 // bf16 by hand: GCC's vectorization of the portable loop repacks through 16-bit lanes and
 // runs at about half this speed. Same arithmetic as half_bits.h (checked by the same tests).

@@ -113,7 +113,7 @@ TEST_CASE("reduce_into: every dtype x op x length with exact inputs", "[reduce]"
   }
 }
 
-TEST_CASE("reduce_into: rounding, wrap-around, signed zero and aliasing rows", "[reduce]") {
+TEST_CASE("reduce_into: rounding, overflow, wrap-around, NaN and aliasing rows", "[reduce]") {
   struct Row {
     const char* what;
     gjDataType_t t;
