@@ -17,7 +17,9 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# Next to this script in the source tree; <prefix>/share/gj/python when installed.
+sys.path[:0] = [_HERE, os.path.join(_HERE, "..", "..", "python")]
 import gj_collectives as gj  # noqa: E402  (found next to this script)
 
 EXIT_WEIGHTS_DIFFER, EXIT_LOSS_DID_NOT_FALL, EXIT_LIBRARY_ERROR = 1, 3, 4

@@ -20,7 +20,9 @@ except ImportError as e:
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# Next to this script in the source tree; <prefix>/share/gj/python when installed.
+sys.path[:0] = [_HERE, os.path.join(_HERE, "..", "..", "python")]
 import gj_collectives as gj  # noqa: E402
 
 
