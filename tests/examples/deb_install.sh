@@ -13,10 +13,11 @@ if dpkg-query -W -f='${Status}' gj-mpirun 2>/dev/null | grep -q "install ok inst
   echo "deb_install.sh: SKIP: a gj-mpirun package is already installed; not replacing it"
   exit 77
 fi
-debs=("$dir"/gj-mpirun_*.deb)
-[ -f "${debs[0]}" ] || { echo "deb_install.sh: FAIL: no package in $dir (examples.deb.package runs first)" >&2; exit 1; }
-trap 'dpkg --purge gj-mpirun >/dev/null || true' EXIT
-dpkg -i "${debs[0]}"
+shopt -s nullglob
+debs=("$dir"/gj-mpirun_*.deb "$dir"/gj-mpirun-dev_*.deb)
+[ ${#debs[@]} -gt 0 ] || { echo "deb_install.sh: FAIL: no package in $dir (examples.deb.package runs first)" >&2; exit 1; }
+trap 'dpkg --purge gj-mpirun-dev gj-mpirun >/dev/null 2>&1 || true' EXIT
+dpkg -i "${debs[@]}"
 out=$(/usr/bin/gj-mpirun --version)
 echo "installed: $out"
 ldconfig -p | grep -q libgj_collectives.so || { echo "deb_install.sh: FAIL: libgj_collectives.so not in the ldconfig cache" >&2; exit 1; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# deb_package.sh BUILD_DIR WORK_DIR VERSION: builds the Debian package with CPack, checks its
-# control fields and contents, unpacks it into WORK_DIR/root with `dpkg -x` (never touching the
+# deb_package.sh BUILD_DIR WORK_DIR VERSION: builds the Debian package(s) with CPack (gj-mpirun,
+# and gj-mpirun-dev when the install rules are split into components), checks the control
+# fields and contents, unpacks them into WORK_DIR/root with `dpkg -x` (never touching the
 # system) and runs the unpacked /usr/bin/gj-mpirun --version.
 set -euo pipefail
 build=$1 work=$2 version=$3
@@ -12,7 +13,8 @@ shopt -s nullglob
 debs=("$work"/gj-mpirun_*.deb)
 [ ${#debs[@]} -eq 1 ] || { echo "deb_package.sh: FAIL: want one gj-mpirun_*.deb in $work, got: ${debs[*]:-none}" >&2; exit 1; }
 deb=${debs[0]}
-dpkg-deb --info "$deb"
+dev=("$work"/gj-mpirun-dev_*.deb)
+for d in "$deb" "${dev[@]}"; do dpkg-deb --info "$d"; done
 
 fail=0
 field() { dpkg-deb --field "$deb" "$1"; }
@@ -32,7 +34,12 @@ for dep in libc6 libopenmpi3 libstdc\\+\\+6 openmpi-bin openssh-client; do
 done
 expect_field Recommends '(^|, )openssh-server( |,|$)'
 
-dpkg-deb -x "$deb" "$work/root"
+if [ ${#dev[@]} -gt 0 ]; then
+  dev_depends=$(dpkg-deb --field "${dev[0]}" Depends)
+  grep -Fq "gj-mpirun (= $version)" <<<"$dev_depends" || {
+    echo "deb_package.sh: FAIL: gj-mpirun-dev Depends \"$dev_depends\" lacks gj-mpirun (= $version)" >&2; fail=1; }
+fi
+for d in "$deb" "${dev[@]}"; do dpkg-deb -x "$d" "$work/root"; done
 contents=$(cd "$work/root" && find . \( -type f -o -type l \) | sort)
 for f in ./usr/bin/gj-mpirun ./usr/lib/libgj_collectives.so ./usr/lib/libgj_collectives.a \
          ./usr/include/gj/collectives.h ./usr/lib/cmake/gj/gjConfig.cmake \
@@ -49,5 +56,5 @@ case $(readlink -m "$pc_libdir") in
   /usr/lib|"$(readlink -m "$work/root/usr/lib")") echo "pkg-config libdir: $pc_libdir" ;;
   *) echo "deb_package.sh: FAIL: gj-collectives.pc in the package has libdir=$pc_libdir, not /usr/lib" >&2; fail=1 ;;
 esac
-[ $fail -eq 0 ] && echo "deb_package.sh: ok: $deb"
+[ $fail -eq 0 ] && echo "deb_package.sh: ok: $deb ${dev[*]}"
 exit $fail
