@@ -94,7 +94,11 @@ def main():
         identical = identical_on_all_ranks(comm, w, b)
         rank, size = comm.rank, comm.size
     gj.finalize()
+    return verdict(rank, size, identical, first, last)
 
+
+def verdict(rank, size, identical, first, last):
+    """The exit code of a run: weights identical everywhere, loss below half its first value."""
     if not identical:
         print(f"rank {rank}: FAIL: weights differ across ranks after training", file=sys.stderr)
         return EXIT_WEIGHTS_DIFFER
@@ -107,9 +111,14 @@ def main():
     return 0
 
 
-if __name__ == "__main__":
+def run(main_fn, name):
+    """Exits with main_fn()'s code, or EXIT_LIBRARY_ERROR naming the failed library call."""
     try:
-        sys.exit(main())
+        sys.exit(main_fn())
     except gj.GjError as e:
-        print(f"train.py: {e}", file=sys.stderr)
+        print(f"{name}: {e}", file=sys.stderr)
         sys.exit(EXIT_LIBRARY_ERROR)
+
+
+if __name__ == "__main__":
+    run(main, "train.py")

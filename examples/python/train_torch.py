@@ -10,7 +10,7 @@ Exit: 0 ok, 1 weights differ, 3 loss did not fall, 4 library error,
 import os
 import sys
 
-EXIT_WEIGHTS_DIFFER, EXIT_LOSS_DID_NOT_FALL, EXIT_LIBRARY_ERROR, EXIT_SKIP = 1, 3, 4, 77
+EXIT_SKIP = 77
 
 try:
     import torch
@@ -18,12 +18,12 @@ except ImportError as e:
     print(f"train_torch.py: SKIP: cannot import torch ({e}); install python3-torch to run this example")
     sys.exit(EXIT_SKIP)
 
-import numpy as np  # noqa: E402
-
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Next to this script in the source tree; <prefix>/share/gj/python when installed.
 sys.path[:0] = [_HERE, os.path.join(_HERE, "..", "..", "python")]
 import gj_collectives as gj  # noqa: E402
+import numpy as np  # noqa: E402
+from train import identical_on_all_ranks, run, verdict  # noqa: E402  (the numpy example)
 
 
 def flat_params(model):
@@ -58,28 +58,11 @@ def main(steps=200, lr=0.5, samples=512, dim=16, seed=1):
             if comm.rank == 0 and (step % 50 == 0 or step == steps - 1):
                 print(f"step {step:4d}  loss {last:.6f}", flush=True)
 
-        mine = flat_params(model).numpy().copy()
-        lo = comm.allreduce(mine.copy(), op="min")
-        hi = comm.allreduce(mine.copy(), op="max")
-        bits = mine.view(np.uint32)
-        identical = np.array_equal(bits, lo.view(np.uint32)) and np.array_equal(bits, hi.view(np.uint32))
+        identical = identical_on_all_ranks(comm, flat_params(model).numpy())
         rank, size = comm.rank, comm.size
     gj.finalize()
-
-    if not identical:
-        print(f"rank {rank}: FAIL: weights differ across ranks after training", file=sys.stderr)
-        return EXIT_WEIGHTS_DIFFER
-    if not last < 0.5 * first:
-        print(f"rank {rank}: FAIL: loss {first:.6f} -> {last:.6f} did not fall below half", file=sys.stderr)
-        return EXIT_LOSS_DID_NOT_FALL
-    if rank == 0:
-        print(f"OK: torch weights bitwise identical on all {size} ranks, loss {first:.6f} -> {last:.6f}")
-    return 0
+    return verdict(rank, size, identical, first, last)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except gj.GjError as e:
-        print(f"train_torch.py: {e}", file=sys.stderr)
-        sys.exit(EXIT_LIBRARY_ERROR)
+    run(main, "train_torch.py")
