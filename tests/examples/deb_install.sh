@@ -21,6 +21,6 @@ dpkg -i "${debs[@]}"
 out=$(/usr/bin/gj-mpirun --version)
 echo "installed: $out"
 ldconfig -p | grep -q libgj_collectives.so || { echo "deb_install.sh: FAIL: libgj_collectives.so not in the ldconfig cache" >&2; exit 1; }
-GJ_COLLECTIVES_LIB= /usr/bin/python3 -c 'import sys; sys.path.insert(0, "/usr/share/gj/python"); import gj_collectives as g; print("python module loads", g.library_path)' \
+env -u GJ_COLLECTIVES_LIB /usr/bin/python3 -c 'import sys; sys.path.insert(0, "/usr/share/gj/python"); import gj_collectives as g; print("python module loads", g.library_path)' \
   || { echo "deb_install.sh: FAIL: /usr/share/gj/python/gj_collectives.py cannot load the library" >&2; exit 1; }
 echo "deb_install.sh: ok"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# install_prefix.sh BUILD_DIR SOURCE_DIR WORK_DIR: what a user does with a release. Installs the
+# install_prefix.sh BUILD_DIR WORK_DIR: what a user does with a release. Installs the
 # build into WORK_DIR/prefix, then configures and builds examples/cpp-train OUT OF TREE against
 # that prefix only (find_package(gj) through CMAKE_PREFIX_PATH) into WORK_DIR/cpp-train.
 set -euo pipefail
-build=$1 src=$2 work=$3
+build=$1 work=$2
 rm -rf "$work"
 mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix"
