@@ -25,6 +25,11 @@ struct Config {
   bool shm = true;
   // GJ_COLL_LOG_LEVEL=error|warn|info|debug (default warn): messages on stderr.
   std::string log_level = "warn";
+  // GJ_COLL_CHECK=1|0 (default 0): before every collective, check with one small MPI_Allreduce
+  // that all ranks passed the same count/dtype/op (root for broadcast); a mismatch returns
+  // gjInvalidUsage on every rank instead of a hang or a wrong result. Grouped allreduce always
+  // checks its tensor list.
+  bool check = false;
 };
 
 // Pure: parses an environment snapshot. Throws gj::Error(gjInvalidArgument) naming the

@@ -10,11 +10,21 @@
 
 namespace gj::host {
 
-// acc[i] = op(acc[i], in[i]) for i < count.
+// acc[i] = op(acc[i], in[i]) for i < count. acc and in are equal or do not overlap. Integer
+// sum/prod wrap (two's complement); min/max are acc < in ? acc : in (Open MPI's MPI_MIN).
+// Throws gj::Error(gjInvalidArgument) for an invalid dtype or op.
 void reduce_into(void* acc, const void* in, std::size_t count, gjDataType_t dtype, gjRedOp_t op);
 
 // out[i] = in[i] * scale (floating types only; f16/bf16 via f32 with round-to-nearest-even).
 void scale(void* out, const void* in, std::size_t count, gjDataType_t dtype, double scale);
+
+// Added by the performance work (see docs/benchmarks.md):
+// Integer avg's final step: buf[i] /= divisor, truncated toward zero, in the type's width
+// (i32, i64, u8 only; divisor > 0).
+void divide(void* buf, std::size_t count, gjDataType_t dtype, int divisor);
+// Block conversions for f16/bf16 (round to nearest even), vectorized like reduce_into.
+void to_f32(float* out, const void* in, std::size_t count, gjDataType_t dtype);
+void from_f32(void* out, const float* in, std::size_t count, gjDataType_t dtype);
 
 // Conversions, exposed for tests and the device kernels' reference results.
 float f16_to_f32(std::uint16_t h);

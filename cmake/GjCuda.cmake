@@ -1,0 +1,117 @@
+# GjCuda: finds the CUDA toolkit and NCCL, honouring GJ_WITH_CUDA / GJ_WITH_NCCL (AUTO|ON|OFF).
+#
+# Sets (as normal variables in the including scope, and mirrored as global properties so any
+# directory can ask):
+#   GJ_HAVE_CUDA     ON when nvcc + the CUDA runtime were found and CUDA is enabled
+#   GJ_HAVE_NCCL     ON when, in addition, nccl.h and libnccl were found and NCCL is enabled
+# and creates the IMPORTED target gj::nccl (include dir + libnccl) when GJ_HAVE_NCCL.
+#
+# AUTO turns a feature on when found and off with one status line saying what was missing;
+# ON makes a missing piece a fatal error naming what to install or which variable to set.
+# No flags are set globally: CUDA options live on the targets (see collectives/src/cuda).
+#
+# Include it from the top-level CMakeLists.txt (enable_language(CUDA) must run in the highest
+# directory whose targets compile or link CUDA code). Including it again is a no-op.
+include_guard(GLOBAL)
+
+function(_gj_cuda_missing feature setting what)
+  if(setting STREQUAL "ON")
+    message(FATAL_ERROR "${feature}=ON but ${what}")
+  endif()
+  message(STATUS "gj: ${feature}=${setting}: ${what}; building without it")
+endfunction()
+
+foreach(_gj_var GJ_WITH_CUDA GJ_WITH_NCCL)
+  if(NOT DEFINED ${_gj_var})
+    set(${_gj_var} AUTO)
+  endif()
+  string(TOUPPER "${${_gj_var}}" ${_gj_var})
+  if(NOT ${_gj_var} MATCHES "^(AUTO|ON|OFF)$")
+    message(FATAL_ERROR "${_gj_var}=\"${${_gj_var}}\" is not one of AUTO, ON, OFF")
+  endif()
+endforeach()
+
+set(GJ_HAVE_CUDA OFF)
+set(GJ_HAVE_NCCL OFF)
+
+# ---- CUDA ------------------------------------------------------------------------------------
+if(NOT GJ_WITH_CUDA STREQUAL "OFF")
+  # The toolkit usually lives in /usr/local/cuda, which is not on PATH in build images.
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc CACHE FILEPATH "CUDA compiler")
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER AND NOT EXISTS "${CMAKE_CUDA_COMPILER}")
+    _gj_cuda_missing(GJ_WITH_CUDA "${GJ_WITH_CUDA}"
+      "CMAKE_CUDA_COMPILER=${CMAKE_CUDA_COMPILER} does not exist (give the path of nvcc)")
+  elseif(NOT CMAKE_CUDA_COMPILER)
+    _gj_cuda_missing(GJ_WITH_CUDA "${GJ_WITH_CUDA}"
+      "no CUDA compiler found (install the CUDA toolkit or set -DCMAKE_CUDA_COMPILER=/path/to/nvcc)")
+  else()
+    # Ampere (80) and Hopper (90) machine code plus their PTX, so newer GPUs JIT from PTX.
+    # CUDA 13 no longer accepts architectures below 75; give the list explicitly to override.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
+      set(CMAKE_CUDA_ARCHITECTURES 80 90 CACHE STRING "CUDA architectures (gj default: 80;90)")
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit)
+    if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cudart_static)
+      _gj_cuda_missing(GJ_WITH_CUDA "${GJ_WITH_CUDA}"
+        "nvcc found at ${CMAKE_CUDA_COMPILER} but not the CUDA runtime library (cudart_static)")
+    else()
+      # Imported targets are directory-scoped; tests/ and bench/ link the CUDA objects too.
+      get_property(_gj_imported DIRECTORY PROPERTY IMPORTED_TARGETS)
+      foreach(_gj_target IN LISTS _gj_imported)
+        if(_gj_target MATCHES "^(CUDA::|Threads::)")
+          get_target_property(_gj_global ${_gj_target} IMPORTED_GLOBAL)
+          if(NOT _gj_global)
+            set_target_properties(${_gj_target} PROPERTIES IMPORTED_GLOBAL TRUE)
+          endif()
+        endif()
+      endforeach()
+      set(GJ_HAVE_CUDA ON)
+      message(STATUS "gj: CUDA ${CUDAToolkit_VERSION} (${CMAKE_CUDA_COMPILER}), "
+                     "architectures ${CMAKE_CUDA_ARCHITECTURES}")
+    endif()
+  endif()
+endif()
+
+# ---- NCCL ------------------------------------------------------------------------------------
+if(GJ_WITH_NCCL STREQUAL "OFF")
+  # nothing to do
+elseif(NOT GJ_HAVE_CUDA)
+  _gj_cuda_missing(GJ_WITH_NCCL "${GJ_WITH_NCCL}" "CUDA is not available (GJ_WITH_CUDA=${GJ_WITH_CUDA})")
+else()
+  set(_gj_nccl_hints "${NCCL_ROOT}" "$ENV{NCCL_ROOT}" "${CUDAToolkit_LIBRARY_ROOT}"
+                     "${CUDAToolkit_TARGET_DIR}" /usr/local/cuda)
+  find_path(GJ_NCCL_INCLUDE_DIR nccl.h
+    HINTS ${_gj_nccl_hints} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
+  find_library(GJ_NCCL_LIBRARY nccl
+    HINTS ${_gj_nccl_hints} ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib64 lib)
+  if(NOT GJ_NCCL_INCLUDE_DIR OR NOT GJ_NCCL_LIBRARY)
+    _gj_cuda_missing(GJ_WITH_NCCL "${GJ_WITH_NCCL}"
+      "nccl.h or libnccl not found (install NCCL or set -DNCCL_ROOT=<prefix>)")
+  else()
+    file(STRINGS "${GJ_NCCL_INCLUDE_DIR}/nccl.h" _gj_nccl_ver REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")
+    string(REGEX REPLACE ".*NCCL_MAJOR ([0-9]+).*NCCL_MINOR ([0-9]+).*NCCL_PATCH ([0-9]+).*"
+                         "\\1.\\2.\\3" GJ_NCCL_VERSION "${_gj_nccl_ver}")
+    if(GJ_NCCL_VERSION VERSION_LESS 2.10)
+      # ncclAvg and bfloat16 arrived in 2.10.
+      _gj_cuda_missing(GJ_WITH_NCCL "${GJ_WITH_NCCL}"
+        "NCCL ${GJ_NCCL_VERSION} at ${GJ_NCCL_INCLUDE_DIR} is older than 2.10 (needs ncclAvg, bf16)")
+    else()
+      if(NOT TARGET gj::nccl)
+        add_library(gj::nccl UNKNOWN IMPORTED GLOBAL)
+        set_target_properties(gj::nccl PROPERTIES
+          IMPORTED_LOCATION "${GJ_NCCL_LIBRARY}"
+          INTERFACE_INCLUDE_DIRECTORIES "${GJ_NCCL_INCLUDE_DIR}")
+      endif()
+      set(GJ_HAVE_NCCL ON)
+      message(STATUS "gj: NCCL ${GJ_NCCL_VERSION} (${GJ_NCCL_LIBRARY})")
+    endif()
+  endif()
+endif()
+
+set_property(GLOBAL PROPERTY GJ_HAVE_CUDA ${GJ_HAVE_CUDA})
+set_property(GLOBAL PROPERTY GJ_HAVE_NCCL ${GJ_HAVE_NCCL})

@@ -1,0 +1,141 @@
+#include "comm.h"
+
+#include <exception>
+#include <string>
+
+#include "cuda/device.h"
+#include "env.h"
+#include "error.h"
+#include "log.h"
+#include "mpi/mpi_backend.h"
+#include "mpi/mpi_check.h"
+#ifdef GJ_HAVE_NCCL
+#include "nccl/nccl_backend.h"
+#endif
+
+namespace gj {
+namespace {
+
+#ifdef GJ_HAVE_NCCL
+constexpr bool kBuiltWithNccl = true;
+#else
+constexpr bool kBuiltWithNccl = false;
+#endif
+
+// Runs a local step on every rank of comm. When it fails on any rank, every rank throws (its
+// own error, or one saying which step failed elsewhere): no rank may go on into a collective
+// setup step that another rank skips, or it would wait forever.
+template <class Step>
+auto on_all_ranks_or_none(MPI_Comm comm, const char* what, Step&& step) -> decltype(step()) {
+  decltype(step()) result{};
+  std::exception_ptr failure;
+  try {
+    result = step();
+  } catch (const Error&) {
+    failure = std::current_exception();
+  }
+  int ok = failure ? 0 : 1;
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm),
+            std::string("MPI_Allreduce(agreement on ") + what + ")");
+  if (failure) std::rethrow_exception(failure);
+  if (ok == 0) throw Error(gjInvalidUsage, std::string(what) + " failed on another rank (its error says why)");
+  return result;
+}
+
+void local_rank_and_size(gjComm& c) {
+  MPI_Comm node = MPI_COMM_NULL;
+  mpi_check(MPI_Comm_split_type(c.mpi, MPI_COMM_TYPE_SHARED, c.rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
+  const int rc_rank = MPI_Comm_rank(node, &c.local_rank);
+  const int rc_size = MPI_Comm_size(node, &c.local_size);
+  MPI_Comm_free(&node);
+  mpi_check(rc_rank, "MPI_Comm_rank(node)");
+  mpi_check(rc_size, "MPI_Comm_size(node)");
+}
+
+// What decides collective setup steps (NCCL init, shared memory), as the minimum over ranks.
+struct Agreed {
+  int min_device_count;
+  bool shm;
+};
+
+Agreed agree(const gjComm& c) {
+  int v[2] = {kBuiltWithNccl && c.config.backend != BackendChoice::Mpi ? cuda::device_count() : 0,
+              c.config.shm ? 1 : 0};
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, c.mpi), "MPI_Allreduce(backend agreement)");
+  return Agreed{v[0], v[1] != 0};
+}
+
+std::unique_ptr<shm::ShmAllreduce> make_shm(const gjComm& c, bool enabled) {
+  if (!enabled) {
+    log(c.config, LogLevel::Info, c.rank, "shared-memory allreduce off (GJ_COLL_SHM=0 on some rank)");
+    return nullptr;
+  }
+#ifdef GJ_HAVE_SHM
+  std::string why_not;
+  auto shm = shm::ShmAllreduce::create(c.mpi, &why_not);
+  if (!shm) log(c.config, LogLevel::Info, c.rank, "shared-memory allreduce not used: " + why_not);
+  return shm;
+#else
+  log(c.config, LogLevel::Debug, c.rank, "shared-memory allreduce not built in");
+  return nullptr;
+#endif
+}
+
+void set_up(gjComm& c) {
+  mpi_check(MPI_Comm_set_errhandler(c.mpi, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  mpi_check(MPI_Comm_rank(c.mpi, &c.rank), "MPI_Comm_rank");
+  mpi_check(MPI_Comm_size(c.mpi, &c.size), "MPI_Comm_size");
+  local_rank_and_size(c);
+  const Agreed agreed = agree(c);
+  c.plan = on_all_ranks_or_none(c.mpi, "backend choice", [&] {
+    return plan_backends(c.config, BackendFacts{kBuiltWithNccl, agreed.min_device_count});
+  });
+  c.host = make_mpi_backend(c.mpi, make_shm(c, agreed.shm));
+#ifdef GJ_HAVE_NCCL
+  if (c.plan.use_nccl) c.device = make_nccl_backend(c.mpi, c.local_rank, c.config);
+#endif
+  log(c.config, LogLevel::Info, c.rank,
+      "communicator ready: size=" + std::to_string(c.size) + " local_size=" + std::to_string(c.local_size) +
+          " device buffers: " + (c.plan.use_nccl ? std::string("NCCL") : "unsupported (" + c.plan.no_nccl_reason + ")"));
+}
+
+}  // namespace
+
+std::unique_ptr<gjComm> create_comm(MPI_Comm parent) {
+  auto c = std::make_unique<gjComm>();
+  // The environment is per rank; a bad GJ_COLL_* value anywhere fails every rank.
+  c->config = on_all_ranks_or_none(parent, "GJ_COLL_* settings", [] { return parse_config(snapshot_coll_env()); });
+  c->fusion_threshold = c->config.fusion_bytes;
+  mpi_check(MPI_Comm_dup(parent, &c->mpi), "MPI_Comm_dup");
+  try {
+    set_up(*c);
+  } catch (...) {
+    c->device.reset();
+    c->host.reset();
+    MPI_Comm_free(&c->mpi);
+    throw;
+  }
+  return c;
+}
+
+void destroy_comm(std::unique_ptr<gjComm> c) {
+  c->device.reset();
+  c->host.reset();
+  mpi_check(MPI_Comm_free(&c->mpi), "MPI_Comm_free");
+}
+
+void abort_comm(std::unique_ptr<gjComm> c) noexcept {
+  if (c->device) c->device->abort();
+  if (c->host) c->host->abort();
+  c->device.reset();
+  c->host.reset();
+  // c->mpi is deliberately leaked; see comm.h.
+}
+
+}  // namespace gj
+
+gj::Backend& gjComm::backend_for(bool is_device, const char* call) {
+  if (gj::backend_for(plan, is_device, call) == gjBackendNccl) return *device;
+  return *host;
+}

@@ -1,0 +1,44 @@
+// The communicator behind the opaque gjComm_t handle.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "backend.h"
+#include "backend_choice.h"
+#include "config.h"
+
+struct gjComm {
+  MPI_Comm mpi = MPI_COMM_NULL;  // our duplicate, MPI_ERRORS_RETURN
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  gj::Config config;
+  std::size_t fusion_threshold = 0;
+  gj::BackendPlan plan;
+  std::unique_ptr<gj::Backend> host;    // MPI (+ shared memory)
+  std::unique_ptr<gj::Backend> device;  // NCCL, or null (plan.no_nccl_reason says why)
+  std::string last_error;
+
+  // The backend for a call's buffers; throws gjUnsupported for device buffers without NCCL.
+  gj::Backend& backend_for(bool is_device, const char* call);
+};
+
+namespace gj {
+
+// Collective over parent (duplicated): reads the environment, agrees on the backends with
+// all ranks, sets them up. Throws gj::Error.
+std::unique_ptr<gjComm> create_comm(MPI_Comm parent);
+
+// Collective: frees backends and the MPI communicator.
+void destroy_comm(std::unique_ptr<gjComm> comm);
+
+// Local: stops the backends without waiting for peers. The duplicated MPI communicator is
+// not freed (freeing may wait for peers that are gone).
+void abort_comm(std::unique_ptr<gjComm> comm) noexcept;
+
+}  // namespace gj

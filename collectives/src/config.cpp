@@ -1,0 +1,99 @@
+// parse_config: environment snapshot -> Config. Pure; the snapshot is taken in env.cpp.
+#include "config.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <string>
+
+#include "error.h"
+
+namespace gj {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+// An unset or empty variable means "use the default".
+const std::string* lookup(const Env& env, const char* name) {
+  auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) return nullptr;
+  return &it->second;
+}
+
+[[noreturn]] void reject(const char* name, const std::string& value, const char* accepted) {
+  throw Error(gjInvalidArgument,
+              std::string(name) + "=\"" + value + "\" is not valid; accepted: " + accepted);
+}
+
+// Digits only (no sign, no spaces): strtoull would silently accept "-1" as a huge number.
+bool parse_unsigned(const std::string& text, unsigned long long* out) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  errno = 0;
+  char* end = nullptr;
+  *out = std::strtoull(text.c_str(), &end, 10);
+  return errno == 0 && end == text.c_str() + text.size();
+}
+
+BackendChoice parse_backend(const std::string& v) {
+  if (v == "auto") return BackendChoice::Auto;
+  if (v == "mpi") return BackendChoice::Mpi;
+  if (v == "nccl") return BackendChoice::Nccl;
+  reject("GJ_COLL_BACKEND", v, "auto, mpi, nccl");
+}
+
+// Bytes, optionally with a binary suffix: 1048576, 1024K, 64M, 1G.
+std::size_t parse_bytes(const char* name, const std::string& v) {
+  static constexpr const char* kAccepted =
+      "a non-negative byte count, optionally with K, M or G (binary) suffix, e.g. 67108864 or 64M";
+  std::string digits = v;
+  unsigned shift = 0;
+  switch (v.back()) {
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    default: break;
+  }
+  if (shift != 0) digits.pop_back();
+  unsigned long long n = 0;
+  if (!parse_unsigned(digits, &n) || n > (static_cast<unsigned long long>(SIZE_MAX) >> shift)) {
+    reject(name, v, kAccepted);
+  }
+  return static_cast<std::size_t>(n << shift);
+}
+
+long parse_millis(const char* name, const std::string& v) {
+  unsigned long long n = 0;
+  if (!parse_unsigned(v, &n) || n > static_cast<unsigned long long>(LONG_MAX)) {
+    reject(name, v, "a non-negative number of milliseconds (0 = no timeout)");
+  }
+  return static_cast<long>(n);
+}
+
+bool parse_flag(const char* name, const std::string& v) {
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  reject(name, v, "1, 0, true, false, yes, no, on, off");
+}
+
+std::string parse_log_level(const std::string& v) {
+  if (v == "error" || v == "warn" || v == "info" || v == "debug") return v;
+  reject("GJ_COLL_LOG_LEVEL", v, "error, warn, info, debug");
+}
+
+}  // namespace
+
+Config parse_config(const Env& env) {
+  Config c;
+  if (auto* v = lookup(env, "GJ_COLL_BACKEND")) c.backend = parse_backend(*v);
+  if (auto* v = lookup(env, "GJ_COLL_FUSION_BYTES")) c.fusion_bytes = parse_bytes("GJ_COLL_FUSION_BYTES", *v);
+  if (auto* v = lookup(env, "GJ_COLL_TIMEOUT_MS")) c.timeout_ms = parse_millis("GJ_COLL_TIMEOUT_MS", *v);
+  if (auto* v = lookup(env, "GJ_COLL_SHM")) c.shm = parse_flag("GJ_COLL_SHM", *v);
+  if (auto* v = lookup(env, "GJ_COLL_LOG_LEVEL")) c.log_level = parse_log_level(*v);
+  if (auto* v = lookup(env, "GJ_COLL_CHECK")) c.check = parse_flag("GJ_COLL_CHECK", *v);
+  return c;
+}
+
+}  // namespace gj

@@ -1,0 +1,10 @@
+// Built without CUDA: no device is ever present, and no pointer is device memory.
+#include "device.h"
+
+namespace gj::cuda {
+
+int device_count() noexcept { return 0; }
+
+bool is_device_pointer(const void*) noexcept { return false; }
+
+}  // namespace gj::cuda

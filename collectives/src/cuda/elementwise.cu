@@ -1,0 +1,119 @@
+// Grid-stride element-wise maps. When both pointers are 16-byte aligned each thread moves
+// 16-byte vectors (8 halves, 4 floats, ...), otherwise one element at a time.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "../error.h"
+#include "check.h"
+#include "elementwise.h"
+#include "launch_config.h"
+
+namespace gj::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename T, typename F>
+__global__ void __launch_bounds__(kThreads) map_vec(const T* in, T* out, std::size_t nvec, F f) {
+  constexpr int kPer = 16 / sizeof(T);
+  const auto* vin = reinterpret_cast<const uint4*>(in);
+  auto* vout = reinterpret_cast<uint4*>(out);
+  for (std::size_t i = blockIdx.x * std::size_t{kThreads} + threadIdx.x; i < nvec;
+       i += std::size_t{gridDim.x} * kThreads) {
+    alignas(16) T e[kPer];
+    *reinterpret_cast<uint4*>(e) = vin[i];
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) e[k] = f(e[k]);
+    vout[i] = *reinterpret_cast<const uint4*>(e);
+  }
+}
+
+template <typename T, typename F>
+__global__ void __launch_bounds__(kThreads) map_scalar(const T* in, T* out, std::size_t n, F f) {
+  for (std::size_t i = blockIdx.x * std::size_t{kThreads} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * kThreads) {
+    out[i] = f(in[i]);
+  }
+}
+
+template <typename T, typename F>
+void map(const void* in_v, void* out_v, std::size_t count, F f, cudaStream_t stream, const char* what) {
+  if (count == 0) return;
+  const auto* in = static_cast<const T*>(in_v);
+  auto* out = static_cast<T*>(out_v);
+  constexpr std::size_t kPer = 16 / sizeof(T);
+  std::size_t head = 0;
+  if ((reinterpret_cast<std::uintptr_t>(in) | reinterpret_cast<std::uintptr_t>(out)) % 16 == 0) {
+    const std::size_t nvec = count / kPer;
+    if (nvec > 0) {
+      map_vec<T><<<grid_size(nvec, kThreads), kThreads, 0, stream>>>(in, out, nvec, f);
+      check(cudaGetLastError(), std::string(what) + "<<<vec>>>(count=" + std::to_string(count) + ")");
+    }
+    head = nvec * kPer;
+  }
+  if (head < count) {
+    map_scalar<T><<<grid_size(count - head, kThreads), kThreads, 0, stream>>>(in + head, out + head,
+                                                                              count - head, f);
+    check(cudaGetLastError(), std::string(what) + "<<<scalar>>>(count=" + std::to_string(count - head) + ")");
+  }
+}
+
+struct ScaleF32 {
+  float s;
+  __device__ float operator()(float x) const { return x * s; }
+};
+struct ScaleF64 {
+  double s;
+  __device__ double operator()(double x) const { return x * s; }
+};
+struct ScaleF16 {
+  float s;
+  __device__ __half operator()(__half x) const { return __float2half_rn(__half2float(x) * s); }
+};
+struct ScaleBf16 {
+  float s;
+  __device__ __nv_bfloat16 operator()(__nv_bfloat16 x) const {
+    return __float2bfloat16_rn(__bfloat162float(x) * s);
+  }
+};
+// The divisor stays wide: a u8 sum over more than 255 ranks divides to 0, not by a wrapped count.
+template <typename T>
+struct Divide {
+  long long d;
+  __device__ T operator()(T x) const { return static_cast<T>(static_cast<long long>(x) / d); }
+};
+
+}  // namespace
+
+void scale(void* out, const void* in, std::size_t count, gjDataType_t dtype, double factor, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  const auto f = static_cast<float>(factor);
+  switch (dtype) {
+    case gjFloat32: return map<float>(in, out, count, ScaleF32{f}, s, "scale_f32");
+    case gjFloat64: return map<double>(in, out, count, ScaleF64{factor}, s, "scale_f64");
+    case gjFloat16: return map<__half>(in, out, count, ScaleF16{f}, s, "scale_f16");
+    case gjBfloat16: return map<__nv_bfloat16>(in, out, count, ScaleBf16{f}, s, "scale_bf16");
+    default:
+      throw Error(gjInternalError, "gj::cuda::scale(dtype=" + std::to_string(dtype) + "): not a floating type");
+  }
+}
+
+void divide(void* buf, std::size_t count, gjDataType_t dtype, int divisor, void* stream) {
+  if (divisor < 1) throw Error(gjInternalError, "gj::cuda::divide(divisor=" + std::to_string(divisor) + ")");
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (dtype) {
+    case gjInt32: return map<std::int32_t>(buf, buf, count, Divide<std::int32_t>{divisor}, s, "divide_i32");
+    case gjInt64: return map<std::int64_t>(buf, buf, count, Divide<std::int64_t>{divisor}, s, "divide_i64");
+    case gjUint8:
+      return map<std::uint8_t>(buf, buf, count, Divide<std::uint8_t>{divisor}, s,
+                               "divide_u8");
+    default:
+      throw Error(gjInternalError, "gj::cuda::divide(dtype=" + std::to_string(dtype) + "): not an integer type");
+  }
+}
+
+}  // namespace gj::cuda

@@ -1,0 +1,51 @@
+// Names and sizes of the public enums, for messages and byte arithmetic.
+#pragma once
+
+#include <cstddef>
+
+#include "gj/collectives.h"
+
+namespace gj {
+
+constexpr bool valid_dtype(int d) { return d >= 0 && d < gjNumDataTypes; }
+constexpr bool valid_op(int o) { return o >= 0 && o < gjNumRedOps; }
+constexpr bool is_floating(gjDataType_t d) {
+  return d == gjFloat32 || d == gjFloat64 || d == gjFloat16 || d == gjBfloat16;
+}
+
+// 0 for an invalid dtype.
+constexpr std::size_t dtype_size(gjDataType_t d) {
+  switch (d) {
+    case gjFloat32: case gjInt32: return 4;
+    case gjFloat64: case gjInt64: return 8;
+    case gjFloat16: case gjBfloat16: return 2;
+    case gjUint8: return 1;
+    default: return 0;
+  }
+}
+
+constexpr const char* dtype_name(gjDataType_t d) {
+  switch (d) {
+    case gjFloat32: return "f32";
+    case gjFloat64: return "f64";
+    case gjFloat16: return "f16";
+    case gjBfloat16: return "bf16";
+    case gjInt32: return "i32";
+    case gjInt64: return "i64";
+    case gjUint8: return "u8";
+    default: return "invalid";
+  }
+}
+
+constexpr const char* op_name(gjRedOp_t o) {
+  switch (o) {
+    case gjSum: return "sum";
+    case gjAvg: return "avg";
+    case gjMin: return "min";
+    case gjMax: return "max";
+    case gjProd: return "prod";
+    default: return "invalid";
+  }
+}
+
+}  // namespace gj

@@ -1,0 +1,73 @@
+#include "grouped.h"
+
+#include <algorithm>
+
+#include "dtype.h"
+
+namespace gj {
+namespace {
+
+// The index of the group's only non-empty tensor, or -1 when it has several.
+int sole_nonempty(const std::vector<std::size_t>& bytes, const FusionGroup& g) {
+  int found = -1;
+  for (int i = g.first; i < g.first + g.n; ++i) {
+    if (bytes[static_cast<std::size_t>(i)] == 0) continue;
+    if (found >= 0) return -1;
+    found = i;
+  }
+  return found;
+}
+
+}  // namespace
+
+std::vector<FusionGroup> plan_fusion(const std::size_t* bytes, int ntensors, std::size_t threshold) {
+  std::vector<FusionGroup> groups;
+  FusionGroup open;
+  for (int i = 0; i < ntensors; ++i) {
+    // Empty tensors need no collective: they ride along in an open group, never start one.
+    if (bytes[i] == 0 && open.n == 0) continue;
+    const bool fits = bytes[i] == 0 || (threshold > 0 && bytes[i] <= threshold - open.bytes);
+    if (!fits && open.n > 0) {
+      groups.push_back(open);
+      open = FusionGroup{i, 0, 0};
+    }
+    if (open.n == 0) open.first = i;
+    ++open.n;
+    open.bytes += bytes[i];
+    if (bytes[i] > threshold) {  // alone: close it right away
+      groups.push_back(open);
+      open = FusionGroup{i + 1, 0, 0};
+    }
+  }
+  if (open.n > 0) groups.push_back(open);
+  return groups;
+}
+
+void grouped_allreduce(Backend& backend, const void* const* sendbuffs, void* const* recvbuffs,
+                       const std::size_t* counts, int ntensors, gjDataType_t dtype, gjRedOp_t op,
+                       std::size_t threshold, void* stream) {
+  const std::size_t elem = dtype_size(dtype);
+  std::vector<std::size_t> bytes(static_cast<std::size_t>(ntensors));
+  for (int i = 0; i < ntensors; ++i) bytes[static_cast<std::size_t>(i)] = counts[i] * elem;
+  const std::vector<FusionGroup> groups = plan_fusion(bytes.data(), ntensors, threshold);
+
+  std::size_t largest_fused = 0;
+  for (const FusionGroup& g : groups) {
+    if (sole_nonempty(bytes, g) < 0) largest_fused = std::max(largest_fused, g.bytes);
+  }
+  void* fusion = largest_fused > 0 ? backend.fusion_buffer(largest_fused) : nullptr;
+
+  for (const FusionGroup& g : groups) {
+    if (g.bytes == 0) continue;
+    const int only = sole_nonempty(bytes, g);
+    if (only >= 0) {  // nothing to fuse: reduce the tensor where it is
+      backend.allreduce(sendbuffs[only], recvbuffs[only], counts[only], dtype, op, stream);
+      continue;
+    }
+    backend.pack(fusion, sendbuffs + g.first, bytes.data() + g.first, g.n, stream);
+    backend.allreduce(fusion, fusion, g.bytes / elem, dtype, op, stream);
+    backend.unpack(recvbuffs + g.first, fusion, bytes.data() + g.first, g.n, stream);
+  }
+}
+
+}  // namespace gj

@@ -1,0 +1,157 @@
+#include "nccl_comm.h"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "../cuda/check.h"
+#include "../error.h"
+
+namespace gj::nccl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Polls until done() with a deadline; yields first (collectives usually finish within
+// microseconds), then sleeps so that a long wait does not burn a core.
+class Poller {
+ public:
+  explicit Poller(long timeout_ms)
+      : start_(Clock::now()), timeout_(std::chrono::milliseconds(timeout_ms)), forever_(timeout_ms <= 0) {}
+  bool expired() const { return !forever_ && Clock::now() - start_ > timeout_; }
+  void pause() {
+    if (++spins_ < 1000) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+ private:
+  Clock::time_point start_;
+  Clock::duration timeout_;
+  bool forever_;
+  long spins_ = 0;
+};
+
+std::string mpi_error(int code) {
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, buf, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(buf, static_cast<std::size_t>(len));
+}
+
+void check_mpi(int code, const char* call) {
+  if (code != MPI_SUCCESS) throw Error(gjMpiError, std::string(call) + ": " + mpi_error(code));
+}
+
+}  // namespace
+
+Comm::Comm(MPI_Comm mpi_comm, long timeout_ms) : timeout_ms_(timeout_ms) {
+  check_mpi(MPI_Comm_rank(mpi_comm, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(mpi_comm, &size_), "MPI_Comm_size");
+
+  // Rank 0's result travels with the id, so a failure there cannot leave the others waiting.
+  struct {
+    int result;
+    ncclUniqueId id;
+  } msg{};
+  if (rank_ == 0) msg.result = ncclGetUniqueId(&msg.id);
+  check_mpi(MPI_Bcast(&msg, sizeof msg, MPI_BYTE, 0, mpi_comm), "MPI_Bcast(ncclUniqueId)");
+  if (msg.result != ncclSuccess) {
+    const auto r = static_cast<ncclResult_t>(msg.result);
+    throw Error(gjNcclError, std::string(rank_ == 0 ? "" : "on rank 0: ") + "ncclGetUniqueId: " +
+                                 ncclGetErrorString(r) + " (" + ncclGetLastError(nullptr) +
+                                 "; run with NCCL_DEBUG=WARN for details)");
+  }
+
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const std::string what = "ncclCommInitRankConfig(nranks=" + std::to_string(size_) +
+                           ", rank=" + std::to_string(rank_) + ")";
+  const ncclResult_t r = ncclCommInitRankConfig(&comm_, size_, msg.id, rank_, &config);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    // comm_ may be set even on failure; abort releases what was allocated.
+    abort();
+    throw Error(gjNcclError, what + ": " + ncclGetErrorString(r) + " (" + ncclGetLastError(nullptr) +
+                                 "; run with NCCL_DEBUG=WARN for details)");
+  }
+  complete(r, what);
+}
+
+Comm::~Comm() {
+  if (comm_ == nullptr) return;
+  try {
+    complete(ncclCommFinalize(comm_), "ncclCommFinalize");
+    ncclCommDestroy(comm_);
+    comm_ = nullptr;
+  } catch (const Error& e) {
+    // complete() has aborted the communicator already; a destructor can only report.
+    std::fprintf(stderr, "gj collectives: NCCL communicator teardown: %s\n", e.what());
+  }
+}
+
+void Comm::ensure_usable(const std::string& what) const {
+  if (comm_ == nullptr) {
+    throw Error(gjInvalidUsage, what + ": the NCCL communicator was aborted" +
+                                    (abort_reason_.empty() ? std::string() : " after: " + abort_reason_));
+  }
+}
+
+ncclResult_t Comm::async_state() {
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
+  return r != ncclSuccess ? r : state;
+}
+
+void Comm::complete(ncclResult_t result, const std::string& what) {
+  ensure_usable(what);
+  Poller poll(timeout_ms_);
+  if (result == ncclSuccess) result = async_state();
+  while (result == ncclInProgress) {
+    if (poll.expired()) time_out(what);
+    poll.pause();
+    result = async_state();
+  }
+  if (result != ncclSuccess) fail(result, what);
+}
+
+void Comm::wait(cudaEvent_t event, const std::string& what) {
+  ensure_usable(what);
+  Poller poll(timeout_ms_);
+  for (;;) {
+    const cudaError_t e = cudaEventQuery(event);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) cuda::throw_cuda_error(e, "cudaEventQuery(waiting for " + what + ")");
+    const ncclResult_t state = async_state();
+    if (state != ncclSuccess && state != ncclInProgress) fail(state, what);
+    if (poll.expired()) time_out(what);
+    poll.pause();
+  }
+}
+
+void Comm::fail(ncclResult_t result, const std::string& what) {
+  const std::string msg = what + ": " + ncclGetErrorString(result) + " (" + ncclGetLastError(comm_) +
+                          "; run with NCCL_DEBUG=WARN for details); NCCL communicator aborted";
+  abort_reason_ = msg;
+  abort();
+  throw Error(gjNcclError, msg);
+}
+
+void Comm::time_out(const std::string& what) {
+  const std::string msg = what + " did not complete within GJ_COLL_TIMEOUT_MS=" + std::to_string(timeout_ms_) +
+                          " ms (a peer rank may have failed or stopped calling collectives); "
+                          "NCCL communicator aborted";
+  abort_reason_ = msg;
+  abort();
+  throw Error(gjTimeout, msg);
+}
+
+void Comm::abort() noexcept {
+  if (comm_ == nullptr) return;
+  if (abort_reason_.empty()) abort_reason_ = "an explicit abort";
+  ncclCommAbort(comm_);
+  comm_ = nullptr;
+}
+
+}  // namespace gj::nccl

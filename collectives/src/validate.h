@@ -1,0 +1,25 @@
+// Argument checks of the C entry points, in one place. Pure: each throws gj::Error
+// (gjInvalidArgument) with a message naming the call, the argument and the value seen.
+#pragma once
+
+#include <cstddef>
+
+#include "gj/collectives.h"
+
+namespace gj::validate {
+
+void dtype(const char* call, gjDataType_t dtype);
+void op(const char* call, gjRedOp_t op);
+// The byte size of count elements; rejects sizes no object can have (> PTRDIFF_MAX), which is
+// what a negative count converted to size_t becomes.
+std::size_t bytes(const char* call, const char* count_name, std::size_t count, gjDataType_t dtype);
+// A null pointer is an error only when count > 0 elements are to be read or written.
+void buffer(const char* call, const char* name, const void* p, std::size_t count);
+void out_pointer(const char* call, const char* name, const void* p);
+void root(const char* call, int root, int size);
+
+// ntensors >= 0, non-null arrays, each tensor's buffers and byte size; returns the total bytes.
+std::size_t tensor_list(const char* call, const void* const* sendbuffs, void* const* recvbuffs,
+                        const std::size_t* counts, int ntensors, gjDataType_t dtype);
+
+}  // namespace gj::validate

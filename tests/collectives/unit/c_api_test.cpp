@@ -1,0 +1,73 @@
+// C ABI and C++ wrapper behaviour that needs no MPI: handles that are not communicators,
+// error strings, dtype sizes, exception mapping.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+#include "../bad_enum.h"
+#include "gj/collectives.h"
+#include "gj/collectives.hpp"
+
+TEST_CASE("every result code has its own error string", "[c_api]") {
+  std::set<std::string> seen;
+  for (int code = 0; code < gjNumResults; ++code) {
+    const std::string s = gjGetErrorString(static_cast<gjResult_t>(code));
+    CHECK_FALSE(s.empty());
+    CHECK(seen.insert(s).second);
+  }
+  CHECK(std::string(gjGetErrorString(bad_enum<gjResult_t>(99))) == "unknown result code");
+}
+
+TEST_CASE("gjDataTypeSize", "[c_api]") {
+  const std::pair<gjDataType_t, std::size_t> rows[] = {{gjFloat32, 4}, {gjFloat64, 8}, {gjFloat16, 2}, {gjBfloat16, 2},
+                                                       {gjInt32, 4},   {gjInt64, 8},   {gjUint8, 1},
+                                                       {bad_enum<gjDataType_t>(7), 0},
+                                                       {bad_enum<gjDataType_t>(-1), 0}};
+  for (const auto& r : rows) CHECK(gjDataTypeSize(r.first) == r.second);
+}
+
+TEST_CASE("calls on a NULL or unknown handle fail with gjInvalidUsage, without dereferencing it", "[c_api]") {
+  float x = 0;
+  int i = 0;
+  CHECK(gjAllReduce(&x, &x, 1, gjFloat32, gjSum, nullptr, nullptr) == gjInvalidUsage);
+  CHECK_THAT(std::string(gjGetLastError(nullptr)), Catch::StartsWith("gjAllReduce: comm=NULL"));
+  auto* bogus = reinterpret_cast<gjComm_t>(static_cast<void*>(&x));  // never created
+  CHECK(gjCommRank(bogus, &i) == gjInvalidUsage);
+  CHECK_THAT(std::string(gjGetLastError(bogus)), Catch::Contains("is not a live communicator"));
+  CHECK(gjCommDestroy(bogus) == gjInvalidUsage);
+  CHECK(gjCommAbort(nullptr) == gjInvalidUsage);
+  CHECK(gjBroadcast(&x, 1, gjFloat32, 0, bogus, nullptr) == gjInvalidUsage);
+  CHECK(gjGroupedAllReduce(nullptr, nullptr, nullptr, 0, gjFloat32, gjSum, bogus, nullptr) == gjInvalidUsage);
+  CHECK(gjCommSetFusionThreshold(bogus, 10) == gjInvalidUsage);
+  CHECK(gjCommInitWorld(nullptr) == gjInvalidArgument);
+  CHECK(gjFinalize() == gjSuccess);  // nothing to finalize: MPI was never initialized here
+}
+
+TEST_CASE("collectives.hpp maps every result code to its exception type", "[cpp]") {
+  CHECK_NOTHROW(gj::check(gjSuccess));
+  CHECK_THROWS_AS(gj::check(gjInvalidArgument), gj::InvalidArgumentError);
+  CHECK_THROWS_AS(gj::check(gjInvalidUsage), gj::InvalidUsageError);
+  CHECK_THROWS_AS(gj::check(gjUnsupported), gj::UnsupportedError);
+  CHECK_THROWS_AS(gj::check(gjSystemError), gj::SystemError);
+  CHECK_THROWS_AS(gj::check(gjMpiError), gj::MpiError);
+  CHECK_THROWS_AS(gj::check(gjNcclError), gj::NcclError);
+  CHECK_THROWS_AS(gj::check(gjCudaError), gj::CudaError);
+  CHECK_THROWS_AS(gj::check(gjTimeout), gj::TimeoutError);
+  CHECK_THROWS_AS(gj::check(gjInternalError), gj::InternalError);
+  try {
+    gj::Communicator empty(nullptr);
+    (void)empty.size();
+    FAIL("no exception");
+  } catch (const gj::CollectivesError& e) {
+    CHECK(e.code() == gjInvalidUsage);
+    CHECK_THAT(std::string(e.what()), Catch::Contains("gjCommSize: comm=NULL"));
+  }
+  STATIC_REQUIRE(gj::dtype_of_v<float> == gjFloat32);
+  STATIC_REQUIRE(gj::dtype_of_v<const double> == gjFloat64);
+  STATIC_REQUIRE(gj::dtype_of_v<std::int32_t> == gjInt32);
+  STATIC_REQUIRE(gj::dtype_of_v<std::int64_t> == gjInt64);
+  STATIC_REQUIRE(gj::dtype_of_v<std::uint8_t> == gjUint8);
+  STATIC_REQUIRE(gj::dtype_of_v<gj::float16> == gjFloat16);
+  STATIC_REQUIRE(gj::dtype_of_v<gj::bfloat16> == gjBfloat16);
+}

@@ -1,0 +1,43 @@
+// GPU tests skip (ctest SKIP_RETURN_CODE 77) with a stated reason when the machine has fewer
+// CUDA devices than they need. Checked before MPI_Init, so a skipping rank never leaves MPI
+// half-initialized.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+
+namespace gj::test {
+
+inline constexpr int kSkip = 77;
+
+// Number of devices, 0 when there is no driver or no device (clears the runtime's error).
+inline int visible_devices() {
+  int n = 0;
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+// True (after printing why) when fewer than `needed` devices are visible.
+inline bool skip_without_devices(int needed, const char* test) {
+  int n = 0;
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
+    std::printf("SKIP %s: no usable CUDA device (cudaGetDeviceCount: %s); run on a GPU machine: bench/gpu/run.sh\n",
+                test, cudaGetErrorString(err));
+    (void)cudaGetLastError();
+    return true;
+  }
+  if (n < needed) {
+    std::printf("SKIP %s: needs %d CUDA devices (one per rank; NCCL rejects two ranks on one GPU), found %d\n",
+                test, needed, n);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace gj::test
