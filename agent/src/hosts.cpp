@@ -18,20 +18,23 @@ std::string printable(char c) {
   return std::string("'") + c + "'";
 }
 
-// Validates and de-duplicates; `where` says "entry 3" or "line 3" for position i.
-HostList validate(const std::string& origin, std::vector<std::string> names, std::vector<std::string> where) {
+// Validates and de-duplicates; names[i] is `unit` number position[i] ("entry 3", "line 3").
+// Positions stay numbers until a message needs them: 10,000-host lists are common.
+HostList validate(const std::string& origin, std::vector<std::string> names, const std::vector<std::size_t>& position,
+                  const char* unit) {
+  const auto where = [&](std::size_t i) { return std::string(unit) + " " + std::to_string(position[i]); };
   std::unordered_map<std::string, std::size_t> seen;
   seen.reserve(names.size());
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string problem = dns_name_problem(names[i]);
     if (!problem.empty())
-      throw AgentError{exit_code::kBadEnvironment, origin + " " + where[i] + " \"" + names[i] +
+      throw AgentError{exit_code::kBadEnvironment, origin + " " + where(i) + " \"" + names[i] +
                                                        "\" is not a valid DNS host name (" + problem +
                                                        "); list worker host names only, without ports or slots"};
     const auto [it, inserted] = seen.emplace(names[i], i);
     if (!inserted)
       throw AgentError{exit_code::kBadEnvironment, origin + " lists \"" + names[i] + "\" twice (" +
-                                                       where[it->second] + " and " + where[i] +
+                                                       where(it->second) + " and " + where(i) +
                                                        "); each worker pod must appear once"};
   }
   return HostList{origin, std::move(names)};
@@ -69,7 +72,7 @@ std::string dns_name_problem(const std::string& name) {
 
 HostList parse_host_list(const std::string& origin, const std::string& text) {
   std::vector<std::string> names;
-  std::vector<std::string> where;
+  std::vector<std::size_t> where;
   std::size_t field = 0;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -78,16 +81,16 @@ HostList parse_host_list(const std::string& origin, const std::string& text) {
     ++field;
     if (end > start) {
       names.push_back(text.substr(start, end - start));
-      where.push_back("entry " + std::to_string(field));
+      where.push_back(field);
     }
     start = end + 1;
   }
-  return validate(origin, std::move(names), std::move(where));
+  return validate(origin, std::move(names), where, "entry");
 }
 
 HostList parse_hosts_file(const std::string& origin, const std::string& text) {
   std::vector<std::string> names;
-  std::vector<std::string> where;
+  std::vector<std::size_t> where;
   std::size_t line_no = 0;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -97,11 +100,11 @@ HostList parse_hosts_file(const std::string& origin, const std::string& text) {
     const std::string line = trim(text.substr(start, end - start));
     if (!line.empty() && line[0] != '#') {
       names.push_back(line);
-      where.push_back("line " + std::to_string(line_no));
+      where.push_back(line_no);
     }
     start = end + 1;
   }
-  return validate(origin, std::move(names), std::move(where));
+  return validate(origin, std::move(names), where, "line");
 }
 
 }  // namespace gj

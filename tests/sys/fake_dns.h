@@ -31,6 +31,8 @@ class FakeDns {
     socklen_t len = sizeof a;
     getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
     port_ = ntohs(a.sin_port);
+    int bytes = 4 << 20;  // a real DNS server absorbs bursts; the default buffer would drop them
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes);
     thread_ = std::thread([this] { serve(); });
   }
   ~FakeDns() {

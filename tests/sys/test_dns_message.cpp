@@ -42,7 +42,7 @@ TEST_CASE("DNS query encoding") {
   CHECK_FALSE(gj::encode_dns_query(1, std::string(63, 'a'), gj::kDnsTypeA).empty());
 }
 
-TEST_CASE("DNS reply parsing: answers, compression, CNAME chains, rcodes") {
+TEST_CASE("DNS reply parsing: answers - compression - CNAME chains - rcodes") {
   // Answer owner as a compression pointer to the question (offset 12).
   auto pkt = header(7, 0x8180, 1, 2) + question(1) + a_record({0xC0, 12}, 10, 0, 0, 1) +
              a_record({0xC0, 12}, 10, 0, 0, 2);

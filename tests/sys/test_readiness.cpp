@@ -1,4 +1,5 @@
 // The readiness gate against loopback listeners, test hosts files and a fake DNS server.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <memory>
@@ -41,7 +42,7 @@ gj::ReadinessReport wait(const std::vector<std::string>& hosts, const gj::Readin
 
 }  // namespace
 
-TEST_CASE("readiness: listening hosts are Ready at once; in input order") {
+TEST_CASE("readiness: listening hosts are Ready at once - in input order") {
   Fixture f;
   Listener a("127.0.0.2", f.opts.port), b("127.0.0.3", f.opts.port);
   auto r = wait({"127.0.0.3", "127.0.0.2"}, f.opts);
@@ -53,7 +54,7 @@ TEST_CASE("readiness: listening hosts are Ready at once; in input order") {
   CHECK(r.elapsed < 1s);
 }
 
-TEST_CASE("readiness: a closed port is Refused until the deadline; which names host and reason") {
+TEST_CASE("readiness: a closed port is Refused until the deadline - which names host and reason") {
   Fixture f;
   Listener open("127.0.0.2", f.opts.port);
   f.opts.deadline = 300ms;
@@ -68,25 +69,31 @@ TEST_CASE("readiness: a closed port is Refused until the deadline; which names h
 }
 
 TEST_CASE("readiness: a listener that starts late is Ready within 200 ms of listen()") {
-  Fixture f;
-  std::unique_ptr<Listener> late;
-  Clock::time_point listened;
-  std::thread starter([&] {
-    std::this_thread::sleep_for(700ms);
-    late = std::make_unique<Listener>("127.0.0.5", f.opts.port);
-    listened = Clock::now();
-  });
-  auto r = wait({"127.0.0.5"}, f.opts);
-  const auto returned = Clock::now();
-  starter.join();
-  REQUIRE(r.all_ready);
-  const auto latency = std::chrono::duration_cast<std::chrono::milliseconds>(returned - listened);
-  CAPTURE(latency.count());
-  CHECK(latency < 200ms);
-  CHECK(r.hosts[0].ready_at >= listened);
+  // Best of up to three trials: the machine running the tests may be busy (a design that polls
+  // every second fails all three).
+  std::vector<long long> latencies;
+  for (int trial = 0; trial < 3; ++trial) {
+    Fixture f;
+    std::unique_ptr<Listener> late;
+    Clock::time_point listened;
+    std::thread starter([&] {
+      std::this_thread::sleep_for(700ms);
+      late = std::make_unique<Listener>("127.0.0.5", f.opts.port);
+      listened = Clock::now();
+    });
+    auto r = wait({"127.0.0.5"}, f.opts);
+    const auto returned = Clock::now();
+    starter.join();
+    REQUIRE(r.all_ready);
+    CHECK(r.hosts[0].ready_at >= listened);
+    latencies.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(returned - listened).count());
+    if (latencies.back() < 200) break;
+  }
+  CAPTURE(latencies);
+  CHECK(*std::min_element(latencies.begin(), latencies.end()) < 200);
 }
 
-TEST_CASE("readiness: unresolvable names report why; a name added to the hosts file late resolves") {
+TEST_CASE("readiness: unresolvable names report why - a name added to the hosts file late resolves") {
   Fixture f;
   Listener open("127.0.0.6", f.opts.port);
   f.opts.deadline = 400ms;
@@ -117,7 +124,7 @@ TEST_CASE("readiness: invalid host names are never resolved nor connected") {
   }
 }
 
-TEST_CASE("readiness: DNS with search domains and ndots; against a fake server") {
+TEST_CASE("readiness: DNS with search domains and ndots - against a fake server") {
   Fixture f;
   gj::test::FakeDns dns({{"w0.job.ns.svc.cluster.local", "127.0.0.7"}, {"w1.job.svc.cluster.local", "127.0.0.8"}});
   f.opts.dns_port = dns.port();
@@ -134,6 +141,20 @@ TEST_CASE("readiness: DNS with search domains and ndots; against a fake server")
   CHECK(std::count(asked.begin(), asked.end(), "A w1.job.ns.svc.cluster.local") == 1);
   CHECK(std::count(asked.begin(), asked.end(), "A w1.job.svc.cluster.local") == 1);
   CHECK(std::count(asked.begin(), asked.end(), "A w1.job") == 0);
+}
+
+TEST_CASE("readiness: a name DNS does not know is Unresolvable naming every name tried") {
+  Fixture f;
+  gj::test::FakeDns dns({});
+  f.opts.dns_port = dns.port();
+  f.opts.deadline = 300ms;
+  gj::test::replace_file(f.opts.resolv_conf, "nameserver 127.0.0.1\nsearch a.svc b.svc\noptions ndots:2\n");
+  auto r = wait({"w9.job"}, f.opts);
+  CHECK_FALSE(r.all_ready);
+  CHECK(r.hosts[0].state == HostState::Unresolvable);
+  CHECK(r.hosts[0].detail == "name not resolvable: not in " + f.opts.hosts_file +
+                                 "; no such name in DNS (w9.job.a.svc, w9.job.b.svc, w9.job)");
+  CHECK(r.hosts[0].attempts >= 2);  // retried until the deadline
 }
 
 TEST_CASE("readiness: a name the DNS server learns late becomes Ready") {

@@ -22,6 +22,7 @@
 #include "session_env.h"
 #include "temp_dir.h"
 
+using gj::test::slurp;
 using gj::test::TempDir;
 using namespace std::chrono_literals;
 
@@ -44,13 +45,6 @@ bool should_skip() {
   if (ci != nullptr && std::string(ci) == "true") FAIL("real-sshd test cannot run under CI=true: " << why);
   WARN("SKIPPED real-sshd test: " << why);
   return true;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 mode_t mode_of(const std::string& path) {
@@ -137,7 +131,7 @@ struct OwnedCleanup {
 
 }  // namespace
 
-TEST_CASE("real sshd (master; background): key login; no passwords; SetEnv in sessions; one port") {
+TEST_CASE("real sshd (master - background): key login - no passwords - SetEnv in sessions - one port") {
   if (should_skip()) return;
   MountedSecret secret;
   TempDir run("/run");  // sshd's StrictModes: no group/world-writable parent (so not /tmp)
@@ -146,6 +140,8 @@ TEST_CASE("real sshd (master; background): key login; no passwords; SetEnv in se
   setup.ssh_dir = secret.dir.path();
   setup.port = gj::test::free_port();
   setup.listen_addresses = {"127.0.0.1"};
+  setup.shadow_file = run / "shadow";  // an image whose root account is locked: warned about
+  std::ofstream(setup.shadow_file) << "daemon:*:19000::::::\nroot:!:19000::::::\n";
   const std::string tricky = "a b \"dq\" 'sq' \\back $HOME `id` #hash\ttab";
   const std::string path = "/opt/gj-test/bin:/usr/local/bin:/usr/bin:/bin";
   std::vector<std::string> warnings;
@@ -165,8 +161,10 @@ TEST_CASE("real sshd (master; background): key login; no passwords; SetEnv in se
        << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count() << " ms");
   REQUIRE(accepts(setup.port));  // start_background_sshd returns only once sshd listens
   gj::set_warning_sink([](const std::string& w) { fprintf(stderr, "warning: %s\n", w.c_str()); });
-  CHECK(warnings == std::vector<std::string>{"GJ_TEST_LATE_NEWLINE not passed to ssh sessions: value contains a line "
-                                             "break (cannot be written to sshd_config)"});
+  REQUIRE(warnings.size() == 2);
+  CHECK_THAT(warnings[0], Catch::StartsWith("root's password field in " + setup.shadow_file + " starts with '!'"));
+  CHECK(warnings[1] == "GJ_TEST_LATE_NEWLINE not passed to ssh sessions: value contains a line break (cannot be "
+                       "written to sshd_config)");
 
   // Files: state dir 0700, everything in it 0600 (host key, authorized_keys, sshd_config).
   CHECK(mode_of(setup.state_dir) == 0700);

@@ -46,7 +46,7 @@ TEST_CASE("session env: per-session and inexpressible variables are skipped with
   CHECK(env.skipped[0].reason.find(row.value) == std::string::npos);  // never the value
 }
 
-TEST_CASE("session env: sorted by name; the first of duplicate names wins; odd values survive") {
+TEST_CASE("session env: sorted by name - the first of duplicate names wins - odd values survive") {
   auto env = gj::filter_session_env(
       {{"ZED", "1"}, {"ALPHA", "a b \"c\" 'd' \\e $f #g\th"}, {"ZED", "2"}, {"EMPTY", ""}, {"HOME", "/root"}});
   REQUIRE(env.kept.size() == 3);

@@ -101,7 +101,7 @@ TEST_CASE("sshd_config: hardened settings and paths from the state dir") {
   CHECK(cfg.warnings.empty());
 }
 
-TEST_CASE("sshd_config: each keyword once; no SetEnv without variables") {
+TEST_CASE("sshd_config: each keyword once - no SetEnv without variables") {
   auto cfg = gj::render_sshd_config(spec());
   std::map<std::string, int> count;
   for (const auto& l : lines_of(cfg.text)) {
@@ -116,7 +116,7 @@ TEST_CASE("sshd_config: each keyword once; no SetEnv without variables") {
   CHECK(count.count("SetEnv") == 0);
 }
 
-TEST_CASE("sshd_config: the session environment is one SetEnv line; inexpressible ones are warned about") {
+TEST_CASE("sshd_config: the session environment is one SetEnv line - inexpressible ones are warned about") {
   auto s = spec();
   s.session_env = {{"A", "1"}, {"B", "x y"}, {"BAD", "two\nlines"}, {"C_SECRET_TOKEN", "s3cr3t\n"}, {"D", "\"q\""}};
   auto cfg = gj::render_sshd_config(s);
@@ -142,4 +142,18 @@ TEST_CASE("plain config paths") {
                       Row{"/a#b", false}, Row{"/a\nb", false});
   CAPTURE(row.path);
   CHECK(gj::is_plain_config_path(row.path) == row.ok);
+}
+
+TEST_CASE("locked accounts in /etc/shadow as OpenSSH sees them") {
+  struct Row {
+    std::string shadow;
+    bool locked;
+  };
+  auto row = GENERATE(Row{"root:*:19000:0:99999:7:::\n", false}, Row{"root:!:19000::::::\n", true},
+                      Row{"root:!!:19000::::::\n", true}, Row{"root:!$6$salt$hash:19000::::::\n", true},
+                      Row{"root:$6$salt$hash:19000::::::\n", false}, Row{"root::19000::::::\n", false},
+                      Row{"daemon:!:1::::::\nroot:*:1::::::\n", false}, Row{"rootx:!:1::::::\n", false},
+                      Row{"", false});
+  CAPTURE(row.shadow);
+  CHECK(gj::shadow_account_locked(row.shadow, "root") == row.locked);
 }

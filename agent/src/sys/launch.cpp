@@ -41,17 +41,6 @@ std::string errno_text(int err) { return std::strerror(err); }
   fail(exit_code::kInternal, msg);
 }
 
-std::string current_path_env() {
-  const char* p = std::getenv("PATH");
-  return (p != nullptr && *p != '\0') ? p : kDefaultPath;
-}
-
-std::string mode_text(mode_t mode) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
-  return buf;
-}
-
 WarningSink& warning_sink() {
   static WarningSink sink = [](const std::string& line) {
     std::fprintf(stderr, "gj-mpirun: warning: %s\n", line.c_str());
@@ -172,6 +161,23 @@ int supervise(const std::vector<std::string>& argv) {
 }
 
 }  // namespace
+
+std::string current_path_env() {
+  const char* p = std::getenv("PATH");
+  return (p != nullptr && *p != '\0') ? p : kDefaultPath;
+}
+
+std::string mode_text(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+std::string last_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  auto nl = text.find_last_of('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
 
 void set_warning_sink(WarningSink sink) {
   if (sink) warning_sink() = std::move(sink);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -40,6 +41,20 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
+std::string server_list(const std::vector<IpAddress>& servers) {
+  std::string out;
+  for (const auto& s : servers) out += (out.empty() ? "" : ", ") + s.to_string();
+  return out;
+}
+
+// Bursts of thousands of queries: a larger receive buffer keeps the replies (best effort;
+// SO_RCVBUFFORCE works as root beyond net.core.rmem_max).
+void widen_receive_buffer(int fd) {
+  int bytes = 4 << 20;
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0)
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+}
+
 }  // namespace
 
 AsyncResolver::AsyncResolver(int epoll_fd, std::uint64_t epoll_tag, ResolverConfig config)
@@ -60,7 +75,7 @@ void AsyncResolver::refresh_files(Clock::time_point now) {
   last_refresh_ = now;
   if (auto s = file_stamp(config_.hosts_file); s != hosts_stamp_) {
     hosts_stamp_ = s;
-    hosts_ = parse_hosts(read_file(config_.hosts_file));
+    hosts_ = index_hosts(parse_hosts(read_file(config_.hosts_file)));
   }
   if (auto s = file_stamp(config_.resolv_conf); s != resolv_stamp_) {
     resolv_stamp_ = s;
@@ -73,6 +88,7 @@ int AsyncResolver::socket_for(int family) {
   if (fd >= 0) return fd;
   fd = ::socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  widen_receive_buffer(fd);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = tag_;
@@ -105,13 +121,20 @@ void AsyncResolver::start(std::size_t token, const std::string& name, Clock::tim
     finish(token, addrs, "");
     return;
   }
+  if (lookups_.size() >= config_.max_parallel_lookups) {
+    waiting_.push_back({token, name});
+    return;
+  }
   Lookup& l = lookups_[token];
   l.names = query_names(name, resolv_);
   l.servers = resolv_.nameservers;
+  l.attempts = static_cast<std::size_t>(resolv_.attempts);
   send_current(token, l, now);
 }
 
 void AsyncResolver::cancel(std::size_t token) {
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), [&](const auto& w) { return w.first == token; }),
+                 waiting_.end());
   auto it = lookups_.find(token);
   if (it == lookups_.end()) return;
   ids_.erase(it->second.id_a);
@@ -137,41 +160,75 @@ void AsyncResolver::send_current(std::size_t token, Lookup& l, Clock::time_point
   for (auto [id, type] : {std::pair{l.id_a, kDnsTypeA}, std::pair{l.id_aaaa, kDnsTypeAAAA}}) {
     auto q = encode_dns_query(id, qname, type);
     if (q.empty()) {
-      advance(token, l, qname + ": cannot be encoded as a DNS name", false, now);
+      advance(token, l, qname + ": cannot be encoded as a DNS name", Failure::NoSuchName, now);
       return;
     }
     if (fd < 0 || ::sendto(fd, q.data(), q.size(), 0, reinterpret_cast<sockaddr*>(&to), to_len) < 0) {
       advance(token, l, qname + ": sending to nameserver " + server.to_string() + " failed (" + std::strerror(errno) + ")",
-              true, now);
+              Failure::ServerFailed, now);
       return;
     }
   }
 }
 
-void AsyncResolver::advance(std::size_t token, Lookup& l, const std::string& outcome, bool next_server,
+void AsyncResolver::advance(std::size_t token, Lookup& l, const std::string& outcome, Failure kind,
                             Clock::time_point now) {
-  if (next_server && l.server_index + 1 < l.servers.size()) {
+  // As glibc's res_nsearch: a name that does not exist moves on to the next search name; a
+  // failing server moves on to the next server, then to the next name; a timeout moves on to
+  // the next server, then to another round over all servers (resolv.conf `attempts`), and then
+  // gives up on the whole lookup (a silent DNS is not evidence that a name does not exist).
+  if (kind != Failure::NoSuchName && l.server_index + 1 < l.servers.size()) {
     ++l.server_index;
     send_current(token, l, now);
     return;
   }
-  l.outcomes.push_back(outcome);
   l.server_index = 0;
+  if (kind == Failure::TimedOut) {
+    if (++l.attempt < l.attempts) {
+      send_current(token, l, now);
+      return;
+    }
+    l.outcomes.push_back(outcome);
+    finish(token, {}, failure_reason(l));
+    return;
+  }
+  if (kind == Failure::NoSuchName && outcome.empty()) l.missing.push_back(l.names[l.name_index]);
+  else l.outcomes.push_back(outcome);
+  l.attempt = 0;
   if (++l.name_index >= l.names.size()) {
-    finish(token, {}, "not in " + config_.hosts_file + ", DNS: " + join(l.outcomes, "; "));
+    finish(token, {}, failure_reason(l));
     return;
   }
   send_current(token, l, now);
 }
 
+std::string AsyncResolver::failure_reason(const Lookup& l) const {
+  std::vector<std::string> parts;
+  if (!l.missing.empty()) parts.push_back("no such name in DNS (" + join(l.missing, ", ") + ")");
+  parts.insert(parts.end(), l.outcomes.begin(), l.outcomes.end());
+  return "not in " + config_.hosts_file + "; " + join(parts, "; ");
+}
+
 void AsyncResolver::finish(std::size_t token, std::vector<IpAddress> addrs, std::string reason) {
   cancel(token);
   completed_.push_back({token, std::move(addrs), std::move(reason)});
+  start_waiting_ = true;
+}
+
+void AsyncResolver::start_waiting(Clock::time_point now) {
+  // Outside of finish(): finish() runs deep inside reply and timeout handling.
+  start_waiting_ = false;
+  while (!waiting_.empty() && lookups_.size() < config_.max_parallel_lookups) {
+    auto [token, name] = waiting_.front();
+    waiting_.pop_front();
+    start(token, name, now);
+  }
 }
 
 void AsyncResolver::on_readable(Clock::time_point now) {
   for (int fd : {fd4_, fd6_})
     if (fd >= 0) drain(fd, now);
+  if (start_waiting_) start_waiting(now);
 }
 
 void AsyncResolver::drain(int fd, Clock::time_point now) {
@@ -196,11 +253,12 @@ void AsyncResolver::drain(int fd, Clock::time_point now) {
     ids_.erase(id_it);
     const std::string server = l.servers[l.server_index].to_string();
     if (reply->rcode == kDnsRcodeNxDomain) {
-      advance(token, l, qname + ": no such name", false, now);
+      advance(token, l, "", Failure::NoSuchName, now);  // "" = plain NXDOMAIN, listed compactly
       continue;
     }
     if (reply->rcode != kDnsRcodeNoError) {
-      advance(token, l, qname + ": nameserver " + server + " answered rcode " + std::to_string(reply->rcode), true, now);
+      advance(token, l, qname + ": nameserver " + server + " answered rcode " + std::to_string(reply->rcode),
+              Failure::ServerFailed, now);
       continue;
     }
     for (const auto& ip : reply->addresses) (ip.family == AF_INET ? l.v4 : l.v6).push_back(ip);
@@ -208,7 +266,7 @@ void AsyncResolver::drain(int fd, Clock::time_point now) {
     // IPv4 first (what Kubernetes pod networks mostly are); IPv6 when that is all there is.
     if (!l.v4.empty() || (l.a_done && l.aaaa_done)) {
       if (l.v4.empty() && l.v6.empty()) {
-        advance(token, l, qname + ": no address records", false, now);
+        advance(token, l, qname + ": no address records", Failure::NoSuchName, now);
         continue;
       }
       std::vector<IpAddress> all = l.v4;
@@ -227,10 +285,11 @@ void AsyncResolver::on_tick(Clock::time_point now) {
       continue;
     }
     advance(token, l,
-            l.names[l.name_index] + ": no answer from nameserver " + l.servers[l.server_index].to_string() + " within " +
-                std::to_string(config_.query_timeout.count()) + " ms",
-            true, now);
+            l.names[l.name_index] + ": no answer from nameserver(s) " + server_list(l.servers) + " within " +
+                std::to_string(config_.query_timeout.count()) + " ms (" + std::to_string(l.attempts) + " attempts)",
+            Failure::TimedOut, now);
   }
+  if (start_waiting_) start_waiting(now);
 }
 
 std::optional<AsyncResolver::Clock::time_point> AsyncResolver::next_deadline() const {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <set>
 #include <utility>
@@ -22,7 +23,8 @@ struct ResolverConfig {
   std::string hosts_file = "/etc/hosts";
   std::string resolv_conf = "/etc/resolv.conf";
   int dns_port = 53;  // tests point this at a fake server
-  std::chrono::milliseconds query_timeout{1000};  // per nameserver, per name
+  std::chrono::milliseconds query_timeout{1000};  // per nameserver, per name, per attempt
+  std::size_t max_parallel_lookups = 256;         // more wait their turn (bursts overflow UDP buffers)
 };
 
 struct Resolution {
@@ -57,17 +59,22 @@ class AsyncResolver {
     std::vector<IpAddress> servers;   // resolv.conf's nameservers when the lookup started
     std::size_t name_index = 0;
     std::size_t server_index = 0;
+    std::size_t attempt = 0, attempts = 2;  // rounds over all servers on timeouts
     std::uint16_t id_a = 0, id_aaaa = 0;
     bool a_done = false, aaaa_done = false;
     bool server_failed = false;
     std::vector<IpAddress> v4, v6;
     Clock::time_point deadline;
-    std::vector<std::string> outcomes;  // per name tried, for the failure reason
+    std::vector<std::string> missing;   // names answered with NXDOMAIN
+    std::vector<std::string> outcomes;  // other failures, for the failure reason
   };
 
   void refresh_files(Clock::time_point now);
   void send_current(std::size_t token, Lookup& l, Clock::time_point now);
-  void advance(std::size_t token, Lookup& l, const std::string& outcome, bool next_server, Clock::time_point now);
+  enum class Failure { NoSuchName, ServerFailed, TimedOut };
+  void advance(std::size_t token, Lookup& l, const std::string& outcome, Failure kind, Clock::time_point now);
+  void start_waiting(Clock::time_point now);
+  std::string failure_reason(const Lookup& l) const;
   void finish(std::size_t token, std::vector<IpAddress> addrs, std::string reason);
   int socket_for(int family);
   std::uint16_t allocate_id(std::size_t token);
@@ -82,9 +89,11 @@ class AsyncResolver {
   std::map<std::size_t, Lookup> lookups_;
   std::set<std::pair<Clock::time_point, std::size_t>> deadlines_;  // per in-flight lookup
   std::vector<Resolution> completed_;
+  std::deque<std::pair<std::size_t, std::string>> waiting_;  // over max_parallel_lookups
+  bool start_waiting_ = false;
   // Cached file contents, re-read when the file's identity or mtime changes.
   std::string hosts_stamp_, resolv_stamp_;
-  std::vector<HostsEntry> hosts_;
+  HostsIndex hosts_;
   ResolvConf resolv_;
   Clock::time_point last_refresh_{};
 };

@@ -25,21 +25,9 @@ namespace {
 
 [[noreturn]] void fail(int code, const std::string& message) { throw LaunchError{code, message}; }
 
-std::string path_env() {
-  const char* p = std::getenv("PATH");
-  return (p != nullptr && *p != '\0') ? p : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-}
-
-std::string last_line(const std::string& text) {
-  std::string t = text;
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
-  auto nl = t.find_last_of('\n');
-  return nl == std::string::npos ? t : t.substr(nl + 1);
-}
-
 void check_sshd(const SshdSetup& setup) {
   try {
-    resolve_executable(setup.sshd_path, path_env());
+    resolve_executable(setup.sshd_path, current_path_env());
   } catch (const LaunchError& e) {
     fail(e.exit_code, "sshd: " + e.message + "; install openssh-server in the image or set GJ_SSHD");
   }
@@ -55,7 +43,7 @@ void ensure_host_key(const SshdSetup& setup) {
   ::unlink((key + ".pub").c_str());
   std::string keygen;
   try {
-    keygen = resolve_executable(setup.ssh_keygen, path_env());
+    keygen = resolve_executable(setup.ssh_keygen, current_path_env());
   } catch (const LaunchError& e) {
     fail(exit_code::kNotFound, "ssh-keygen (for sshd host keys): " + e.message +
                                    "; install openssh-client in the image or set GJ_SSH_KEYGEN");
@@ -64,6 +52,18 @@ void ensure_host_key(const SshdSetup& setup) {
   if (r.status != 0)
     fail(exit_code::kSetupFailed, keygen + " -t ed25519 -f " + key + " failed with status " + std::to_string(r.status) +
                                       ": " + last_line(r.output));
+}
+
+void warn_if_root_locked(const SshdSetup& setup) {
+  if (::geteuid() != 0) return;
+  std::ifstream in(setup.shadow_file);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (shadow_account_locked(text.str(), "root"))
+    warn("root's password field in " + setup.shadow_file +
+         " starts with '!' (locked): sshd with UsePAM no refuses every login of a locked account, keys "
+         "included, so MPI ranks cannot start on this node; unlock it without a password in the image: "
+         "usermod -p '*' root");
 }
 
 // The full preparation both roles share; returns the sshd_config path.
@@ -77,6 +77,7 @@ std::string prepare_sshd(const SshdSetup& setup) {
   ensure_private_dir(setup.state_dir, "GJ_STATE_DIR");
   ensure_privsep_dir(setup.privsep_dir);
   ensure_host_key(setup);
+  warn_if_root_locked(setup);
   copy_private_file(setup.ssh_dir + "/authorized_keys", setup.state_dir + "/authorized_keys");
 
   SshdConfigSpec spec;
