@@ -110,6 +110,17 @@ TEST_CASE("SIGTERM to the supervisor reaches the job's whole process group") {
   }
 }
 
+TEST_CASE("the job gets default signal dispositions and the supervisor works with SIGCHLD ignored") {
+  // (execve keeps ignored signals; run_job resets them in both modes)
+  // A job that sends itself SIGTERM: with the inherited SIG_IGN it would exit 0.
+  setenv("GJ_TEST_IGNORE", "1", 1);
+  auto supervised = gj::run_and_capture(helper({"supervise", "sh", "-c", "kill -TERM $$; exit 0"}));
+  auto execed = gj::run_and_capture(helper({"exec", "sh", "-c", "kill -TERM $$; exit 0"}));
+  unsetenv("GJ_TEST_IGNORE");
+  CHECK(supervised.status == 128 + SIGTERM);
+  CHECK(execed.status == 128 + SIGTERM);
+}
+
 TEST_CASE("supervisor reaps orphans reparented to it while the job runs") {
   // The helper checks from inside the job that its orphan disappeared from /proc (reaped) and
   // exits 3 when it stays a zombie.
