@@ -4,7 +4,10 @@
 //
 // Run:  mpiexec -np 2 ./train            or, in a pod, as the script of gj-mpirun.
 // Exit: 0 ok, 1 weights differ across ranks, 2 usage, 3 loss did not fall, 4 library error.
-#include <gj/collectives.h>
+//
+// It uses the C++ wrapper gj/collectives.hpp (RAII communicator, typed calls, exceptions); the
+// C ABI gj/collectives.h underneath works the same from C.
+#include <gj/collectives.hpp>
 
 #include <cinttypes>
 #include <cstdio>
@@ -12,6 +15,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dataset.hpp"
@@ -37,17 +41,6 @@ struct Options {
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-struct LibraryError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-void check(gjResult_t r, gjComm_t comm, const char* call) {
-  if (r != gjSuccess) {
-    throw LibraryError(std::string(call) + " failed: " + gjGetErrorString(r) + ": " +
-                       gjGetLastError(comm));
-  }
-}
 
 long parse_long(const std::string& flag, const char* text, long min) {
   char* end = nullptr;
@@ -90,43 +83,35 @@ Options parse_args(int argc, char** argv) {
 }
 
 // Collective helpers: each is one library call (or two) on the parameter tensors.
-void broadcast_from_rank0(train::Tensors& params, gjComm_t comm) {
-  for (std::vector<float>* t : params.all()) {
-    check(gjBroadcast(t->data(), t->size(), gjFloat32, 0, comm, nullptr), comm, "gjBroadcast");
-  }
+void broadcast_from_rank0(train::Tensors& params, gj::Communicator& comm) {
+  for (std::vector<float>* t : params.all()) comm.broadcast(*t, 0);
 }
 
-void reduce_in_place(train::Tensors& tensors, gjRedOp_t op, gjComm_t comm) {
-  std::vector<void*> bufs;
-  std::vector<std::size_t> counts;
-  for (std::vector<float>* t : tensors.all()) {
-    bufs.push_back(t->data());
-    counts.push_back(t->size());
-  }
-  check(gjGroupedAllReduce(bufs.data(), bufs.data(), counts.data(), static_cast<int>(bufs.size()),
-                           gjFloat32, op, comm, nullptr),
-        comm, "gjGroupedAllReduce");
+void reduce_in_place(train::Tensors& tensors, gjRedOp_t op, gj::Communicator& comm) {
+  std::vector<std::pair<float*, std::size_t>> group;
+  for (std::vector<float>* t : tensors.all()) group.emplace_back(t->data(), t->size());
+  comm.grouped_allreduce(group, op);  // all tensors in one fused collective
 }
 
-double mean_over_ranks(double local, gjComm_t comm) {
-  check(gjAllReduce(&local, &local, 1, gjFloat64, gjAvg, comm, nullptr), comm, "gjAllReduce");
+double mean_over_ranks(double local, gj::Communicator& comm) {
+  comm.allreduce(&local, 1, gjAvg);
   return local;
 }
 
-bool same_hash_everywhere(const train::Tensors& params, gjComm_t comm) {
+bool same_hash_everywhere(const train::Tensors& params, gj::Communicator& comm) {
   const std::uint64_t h = train::bit_hash(params);
   std::int64_t lo = 0;
   std::memcpy(&lo, &h, sizeof lo);
   std::int64_t hi = lo;
-  check(gjAllReduce(&lo, &lo, 1, gjInt64, gjMin, comm, nullptr), comm, "gjAllReduce(min)");
-  check(gjAllReduce(&hi, &hi, 1, gjInt64, gjMax, comm, nullptr), comm, "gjAllReduce(max)");
+  comm.allreduce(&lo, 1, gjMin);
+  comm.allreduce(&hi, 1, gjMax);
   return lo == hi;
 }
 
 // Bitwise equality of every weight on every rank: the hash, and each element's min == max ==
 // this rank's value. Prints the first differing element.
-bool identical_on_all_ranks(const train::Tensors& params, gjComm_t comm, int rank) {
-  bool same = same_hash_everywhere(params, comm);
+bool identical_on_all_ranks(const train::Tensors& params, gj::Communicator& comm) {
+  const bool same = same_hash_everywhere(params, comm);
   train::Tensors lo = params;
   train::Tensors hi = params;
   reduce_in_place(lo, gjMin, comm);
@@ -139,7 +124,7 @@ bool identical_on_all_ranks(const train::Tensors& params, gjComm_t comm, int ran
     for (std::size_t i = 0; i < p[t]->size(); ++i) {
       const float v = (*p[t])[i];
       if (std::memcmp(&v, &(*l[t])[i], sizeof v) != 0 || std::memcmp(&v, &(*h[t])[i], sizeof v) != 0) {
-        std::fprintf(stderr, "rank %d: %s[%zu] = %.9g but min over ranks %.9g, max %.9g\n", rank,
+        std::fprintf(stderr, "rank %d: %s[%zu] = %.9g but min over ranks %.9g, max %.9g\n", comm.rank(),
                      names[t], i, static_cast<double>(v), static_cast<double>((*l[t])[i]),
                      static_cast<double>((*h[t])[i]));
         return false;
@@ -150,12 +135,9 @@ bool identical_on_all_ranks(const train::Tensors& params, gjComm_t comm, int ran
 }
 
 int run(const Options& o) {
-  gjComm_t comm = nullptr;
-  check(gjCommInitWorld(&comm), nullptr, "gjCommInitWorld");
-  int rank = 0;
-  int size = 0;
-  check(gjCommRank(comm, &rank), comm, "gjCommRank");
-  check(gjCommSize(comm, &size), comm, "gjCommSize");
+  gj::Communicator comm = gj::Communicator::world();  // initializes MPI if needed
+  const int rank = comm.rank();
+  const int size = comm.size();
 
   const train::Dataset data = train::make_shard(o.seed, rank, o.samples, o.dim);
   // Different on every rank on purpose: only the broadcast makes the replicas agree.
@@ -182,9 +164,9 @@ int run(const Options& o) {
     }
   }
 
-  const bool identical = identical_on_all_ranks(params, comm, rank);
-  check(gjCommDestroy(comm), nullptr, "gjCommDestroy");
-  check(gjFinalize(), nullptr, "gjFinalize");
+  const bool identical = identical_on_all_ranks(params, comm);
+  comm.destroy();
+  gj::finalize();
 
   if (!identical) {
     std::fprintf(stderr, "rank %d: FAIL: weights differ across ranks after training\n", rank);
@@ -210,8 +192,8 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::fprintf(stderr, "train: %s\n", e.what());
     return kExitUsage;
-  } catch (const LibraryError& e) {
-    std::fprintf(stderr, "train: %s\n", e.what());
+  } catch (const gj::CollectivesError& e) {
+    std::fprintf(stderr, "train: gj collectives failed: %s: %s\n", gjGetErrorString(e.code()), e.what());
     return kExitLibraryError;
   }
 }
