@@ -30,6 +30,7 @@
 #include "cuda/batched_copy.h"
 #include "cuda/elementwise.h"
 #include "gj/collectives.h"
+#include "gpu_rank.h"  // tests/gpu
 #include "resnet50_shapes.h"
 
 namespace {
@@ -291,16 +292,15 @@ int main(int argc, char** argv) {
     std::printf("SKIP gj_gpu_bench: no usable CUDA device (%s)\n", cudaGetErrorString(cudaGetLastError()));
     return 77;
   }
-  gjComm_t comm = nullptr;
-  gj_ok(gjCommInitWorld(&comm), nullptr, "gjCommInitWorld");
-  gj_ok(gjCommRank(comm, &g_rank), comm, "gjCommRank");
-  gj_ok(gjCommSize(comm, &g_size), comm, "gjCommSize");
-  int local = 0;
-  gj_ok(gjCommLocalRank(comm, &local), comm, "gjCommLocalRank");
-  cuda_ok(cudaSetDevice(local % ndev), "cudaSetDevice");
-  gjBackend_t backend = gjBackendMpi;
-  gj_ok(gjCommBackend(comm, 1, &backend), comm, "gjCommBackend");
-  if (backend != gjBackendNccl) die("device buffers do not use the NCCL backend (GJ_COLL_BACKEND?)");
+  gj::test::GpuRank me;
+  if (const std::string err = gj::test::open_gpu_rank(me); !err.empty()) {
+    std::fprintf(stderr, "gj_gpu_bench: %s\n", err.c_str());
+    return 1;
+  }
+  gjComm_t comm = me.comm;
+  g_rank = me.rank;
+  g_size = me.size;
+  if (me.device_backend != gjBackendNccl) die("device buffers do not use the NCCL backend (GJ_COLL_BACKEND?)");
 
   // The baseline's own NCCL communicator, bootstrapped the usual way.
   ncclUniqueId id{};
@@ -312,7 +312,7 @@ int main(int argc, char** argv) {
   cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
 
   cudaDeviceProp prop{};
-  cuda_ok(cudaGetDeviceProperties(&prop, local % ndev), "cudaGetDeviceProperties");
+  cuda_ok(cudaGetDeviceProperties(&prop, me.device), "cudaGetDeviceProperties");
   int version = 0;
   nccl_ok(ncclGetVersion(&version), "ncclGetVersion");
   if (g_rank == 0) print_header(prop.name, version);

@@ -117,7 +117,7 @@ gjResult_t comm_attribute(const char* call, gjComm_t comm, T* out, T gjComm::*fi
 extern "C" {
 
 const char* gjGetErrorString(gjResult_t result) {
-  switch (result) {
+  switch (gj::enum_bits(result)) {
     case gjSuccess: return "success";
     case gjInvalidArgument: return "invalid argument";
     case gjInvalidUsage: return "invalid usage";
@@ -240,8 +240,8 @@ gjResult_t gjAllReduce(const void* sendbuff, void* recvbuff, size_t count, gjDat
   static constexpr const char* call = "gjAllReduce";
   return guarded(call, comm, [&] {
     gjComm* c = live(call, comm);
-    gj::validate::dtype(call, dtype);
-    gj::validate::op(call, op);
+    gj::validate::dtype(call, gj::enum_bits(dtype));
+    gj::validate::op(call, gj::enum_bits(op));
     gj::validate::bytes(call, "count", count, dtype);
     gj::validate::buffer(call, "sendbuff", sendbuff, count);
     gj::validate::buffer(call, "recvbuff", recvbuff, count);
@@ -260,7 +260,7 @@ gjResult_t gjBroadcast(void* buff, size_t count, gjDataType_t dtype, int root, g
   static constexpr const char* call = "gjBroadcast";
   return guarded(call, comm, [&] {
     gjComm* c = live(call, comm);
-    gj::validate::dtype(call, dtype);
+    gj::validate::dtype(call, gj::enum_bits(dtype));
     gj::validate::bytes(call, "count", count, dtype);
     gj::validate::buffer(call, "buff", buff, count);
     gj::validate::root(call, root, c->size);
@@ -280,8 +280,8 @@ gjResult_t gjGroupedAllReduce(const void* const* sendbuffs, void* const* recvbuf
   static constexpr const char* call = "gjGroupedAllReduce";
   return guarded(call, comm, [&] {
     gjComm* c = live(call, comm);
-    gj::validate::dtype(call, dtype);
-    gj::validate::op(call, op);
+    gj::validate::dtype(call, gj::enum_bits(dtype));
+    gj::validate::op(call, gj::enum_bits(op));
     const std::size_t total = gj::validate::tensor_list(call, sendbuffs, recvbuffs, counts, ntensors, dtype);
     // Always checked: a fused buffer of different length on one rank would reduce wrong data.
     gj::require_same_on_all_ranks(c->mpi, call,
@@ -308,7 +308,7 @@ gjResult_t gjGroupedAllReduce(const void* const* sendbuffs, void* const* recvbuf
   });
 }
 
-size_t gjDataTypeSize(gjDataType_t dtype) { return gj::valid_dtype(dtype) ? gj::dtype_size(dtype) : 0; }
+size_t gjDataTypeSize(gjDataType_t dtype) { return gj::valid_dtype(gj::enum_bits(dtype)) ? gj::dtype_size(dtype) : 0; }
 
 gjResult_t gjFinalize(void) {
   static constexpr const char* call = "gjFinalize";

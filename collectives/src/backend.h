@@ -27,6 +27,15 @@ class Backend {
   virtual void unpack(void* const* dsts, const void* src, const std::size_t* bytes, int n,
                       void* stream) = 0;
 
+  // Added by the collectives API work: a backend whose per-call cost is so low that packing
+  // costs more than fusion saves (the shared-memory path) reduces the tensors one by one here,
+  // with the same bits as allreduce() per tensor, and returns true. false = fuse instead.
+  virtual bool allreduce_unfused(const void* const* /*sends*/, void* const* /*recvs*/,
+                                 const std::size_t* /*counts*/, int /*n*/, gjDataType_t /*dtype*/,
+                                 gjRedOp_t /*op*/, void* /*stream*/) {
+    return false;
+  }
+
   // Error path: stop without waiting for peers. Further calls throw gjInvalidUsage.
   virtual void abort() noexcept = 0;
 };

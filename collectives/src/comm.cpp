@@ -73,7 +73,9 @@ std::unique_ptr<shm::ShmAllreduce> make_shm(const gjComm& c, bool enabled) {
   }
 #ifdef GJ_HAVE_SHM
   std::string why_not;
-  auto shm = shm::ShmAllreduce::create(c.mpi, &why_not);
+  shm::ShmOptions options;
+  options.timeout_ms = c.config.timeout_ms;  // a dead peer: gjTimeout instead of a hang
+  auto shm = shm::ShmAllreduce::create(c.mpi, options, &why_not);
   if (!shm) log(c.config, LogLevel::Info, c.rank, "shared-memory allreduce not used: " + why_not);
   return shm;
 #else
@@ -91,13 +93,16 @@ void set_up(gjComm& c) {
   c.plan = on_all_ranks_or_none(c.mpi, "backend choice", [&] {
     return plan_backends(c.config, BackendFacts{kBuiltWithNccl, agreed.min_device_count});
   });
-  c.host = make_mpi_backend(c.mpi, make_shm(c, agreed.shm));
+  auto shm = make_shm(c, agreed.shm);
+  const bool shm_used = shm != nullptr;
+  c.host = make_mpi_backend(c.mpi, std::move(shm));
 #ifdef GJ_HAVE_NCCL
   if (c.plan.use_nccl) c.device = make_nccl_backend(c.mpi, c.local_rank, c.config);
 #endif
   log(c.config, LogLevel::Info, c.rank,
       "communicator ready: size=" + std::to_string(c.size) + " local_size=" + std::to_string(c.local_size) +
-          " device buffers: " + (c.plan.use_nccl ? std::string("NCCL") : "unsupported (" + c.plan.no_nccl_reason + ")"));
+          "; host buffers: " + (shm_used ? "shared memory + MPI" : "MPI") + "; device buffers: " +
+          (c.plan.use_nccl ? std::string("NCCL") : "unsupported, " + c.plan.no_nccl_reason));
 }
 
 }  // namespace

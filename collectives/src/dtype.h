@@ -2,10 +2,21 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 
 #include "gj/collectives.h"
 
 namespace gj {
+
+// The int a C caller passed for an enum parameter, read without loading the C++ enum (which
+// is undefined behaviour for values outside the enumerators' range).
+template <class Enum>
+int enum_bits(const Enum& e) {
+  static_assert(sizeof(Enum) == sizeof(int), "the C ABI's enums are int-sized");
+  int v = 0;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
 
 constexpr bool valid_dtype(int d) { return d >= 0 && d < gjNumDataTypes; }
 constexpr bool valid_op(int o) { return o >= 0 && o < gjNumRedOps; }

@@ -46,6 +46,7 @@ std::vector<FusionGroup> plan_fusion(const std::size_t* bytes, int ntensors, std
 void grouped_allreduce(Backend& backend, const void* const* sendbuffs, void* const* recvbuffs,
                        const std::size_t* counts, int ntensors, gjDataType_t dtype, gjRedOp_t op,
                        std::size_t threshold, void* stream) {
+  if (backend.allreduce_unfused(sendbuffs, recvbuffs, counts, ntensors, dtype, op, stream)) return;
   const std::size_t elem = dtype_size(dtype);
   std::vector<std::size_t> bytes(static_cast<std::size_t>(ntensors));
   for (int i = 0; i < ntensors; ++i) bytes[static_cast<std::size_t>(i)] = counts[i] * elem;

@@ -23,7 +23,8 @@ struct FusionGroup {
 // Empty tensors are inside a group only when they follow a non-empty one in it.
 std::vector<FusionGroup> plan_fusion(const std::size_t* bytes, int ntensors, std::size_t threshold);
 
-// Arguments already validated. One backend.allreduce per group holding bytes.
+// Arguments already validated. One backend.allreduce per group holding bytes, unless the
+// backend reduces the tensors unfused (Backend::allreduce_unfused).
 void grouped_allreduce(Backend& backend, const void* const* sendbuffs, void* const* recvbuffs,
                        const std::size_t* counts, int ntensors, gjDataType_t dtype, gjRedOp_t op,
                        std::size_t threshold, void* stream);

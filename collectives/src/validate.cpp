@@ -15,16 +15,16 @@ namespace {
 
 }  // namespace
 
-void dtype(const char* call, gjDataType_t d) {
+void dtype(const char* call, int d) {
   if (!valid_dtype(d)) {
-    invalid(call, "dtype=" + std::to_string(static_cast<int>(d)) + " is not a gjDataType_t (0.." +
+    invalid(call, "dtype=" + std::to_string(d) + " is not a gjDataType_t (0.." +
                       std::to_string(gjNumDataTypes - 1) + ")");
   }
 }
 
-void op(const char* call, gjRedOp_t o) {
+void op(const char* call, int o) {
   if (!valid_op(o)) {
-    invalid(call, "op=" + std::to_string(static_cast<int>(o)) + " is not a gjRedOp_t (0.." +
+    invalid(call, "op=" + std::to_string(o) + " is not a gjRedOp_t (0.." +
                       std::to_string(gjNumRedOps - 1) + ")");
   }
 }

@@ -8,8 +8,10 @@
 
 namespace gj::validate {
 
-void dtype(const char* call, gjDataType_t dtype);
-void op(const char* call, gjRedOp_t op);
+// Raw int values: an out-of-range value a C caller passes must not be read as a C++ enum
+// (undefined behaviour); api.cpp copies the bits out (enum_bits) before checking.
+void dtype(const char* call, int dtype);
+void op(const char* call, int op);
 // The byte size of count elements; rejects sizes no object can have (> PTRDIFF_MAX), which is
 // what a negative count converted to size_t becomes.
 std::size_t bytes(const char* call, const char* count_name, std::size_t count, gjDataType_t dtype);

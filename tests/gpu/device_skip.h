@@ -11,17 +11,6 @@ namespace gj::test {
 
 inline constexpr int kSkip = 77;
 
-// Number of devices, 0 when there is no driver or no device (clears the runtime's error).
-inline int visible_devices() {
-  int n = 0;
-  const cudaError_t err = cudaGetDeviceCount(&n);
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
-
 // True (after printing why) when fewer than `needed` devices are visible.
 inline bool skip_without_devices(int needed, const char* test) {
   int n = 0;

@@ -24,6 +24,7 @@
 #include "device_buffer.h"
 #include "device_skip.h"
 #include "elements.h"
+#include "gpu_rank.h"
 #include "gj/collectives.h"
 
 using gj::test::DeviceBuffer;
@@ -219,16 +220,15 @@ int main(int argc, char** argv) {
   const int ranks = std::atoi(argv[2]);
   if (gj::test::skip_without_devices(ranks, "gpu_nccl_allreduce")) return gj::test::kSkip;
 
-  gjComm_t comm = nullptr;
-  gj_ok(gjCommInitWorld(&comm), nullptr, "gjCommInitWorld");
-  gj_ok(gjCommRank(comm, &g_rank), comm, "gjCommRank");
-  gj_ok(gjCommSize(comm, &g_size), comm, "gjCommSize");
-  int local_rank = 0;
-  gj_ok(gjCommLocalRank(comm, &local_rank), comm, "gjCommLocalRank");
-  gj::test::cuda_ok(cudaSetDevice(local_rank % gj::test::visible_devices()), "cudaSetDevice");
-  gjBackend_t backend = gjBackendMpi;
-  gj_ok(gjCommBackend(comm, 1, &backend), comm, "gjCommBackend(device)");
-  if (backend != gjBackendNccl) fail("gjCommBackend(is_device=1) is not gjBackendNccl on a machine with GPUs");
+  gj::test::GpuRank me;
+  if (const std::string err = gj::test::open_gpu_rank(me); !err.empty()) {
+    std::fprintf(stderr, "FAIL %s\n", err.c_str());
+    return 1;
+  }
+  gjComm_t comm = me.comm;
+  g_rank = me.rank;
+  g_size = me.size;
+  if (me.device_backend != gjBackendNccl) fail("gjCommBackend(is_device=1) is not gjBackendNccl on a machine with GPUs");
 
   cudaStream_t stream = nullptr;
   gj::test::cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");

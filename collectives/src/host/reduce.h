@@ -22,6 +22,11 @@ void scale(void* out, const void* in, std::size_t count, gjDataType_t dtype, dou
 // Integer avg's final step: buf[i] /= divisor, truncated toward zero, in the type's width
 // (i32, i64, u8 only; divisor > 0).
 void divide(void* buf, std::size_t count, gjDataType_t dtype, int divisor);
+// dst[0, bytes) = src[0, bytes) (no overlap, or dst == src). A plain SIMD load/store loop:
+// glibc's memcpy switches to `rep movsb` from 2 KiB up, which runs at ~0.5 GB/s on the VMs
+// measured in docs/benchmarks.md (20x slower than this loop); every bulk copy of the host
+// paths goes through here.
+void copy(void* dst, const void* src, std::size_t bytes);
 // Block conversions for f16/bf16 (round to nearest even), vectorized like reduce_into.
 void to_f32(float* out, const void* in, std::size_t count, gjDataType_t dtype);
 void from_f32(void* out, const float* in, std::size_t count, gjDataType_t dtype);

@@ -33,7 +33,7 @@ class MpiBackend final : public Backend {
                  void* /*stream*/) override {
     require_live();
     if (count == 0) return;
-    if (shm_) {
+    if (shm_ && shm_->preferred(count * dtype_size(dtype))) {
       shm_->allreduce(send, recv, count, dtype, op);
       return;
     }
@@ -90,6 +90,18 @@ class MpiBackend final : public Backend {
       if (bytes[i] > 0) std::memcpy(dsts[i], in, bytes[i]);
       in += bytes[i];
     }
+  }
+
+  // The shared-memory path costs microseconds per call: packing would cost more than it saves.
+  bool allreduce_unfused(const void* const* sends, void* const* recvs, const std::size_t* counts, int n,
+                         gjDataType_t dtype, gjRedOp_t op, void* /*stream*/) override {
+    require_live();
+    if (!shm_) return false;
+    for (int i = 0; i < n; ++i) {  // tensors MPI would take must go there, as per-tensor calls do
+      if (counts[i] > 0 && !shm_->preferred(counts[i] * dtype_size(dtype))) return false;
+    }
+    shm_->allreduce_group(sends, recvs, counts, n, dtype, op);
+    return true;
   }
 
   void abort() noexcept override { aborted_ = true; }

@@ -2,16 +2,14 @@
 //
 // Nothing here waits for the GPU on the normal path. The backend waits (polling NCCL's
 // asynchronous error state, bounded by GJ_COLL_TIMEOUT_MS) only where it must: before freeing a
-// fusion buffer that is being replaced by a larger one, and at destruction for the work it
-// enqueued. Fusion-buffer reuse from another stream is ordered on the device with an event.
+// fusion buffer that is being replaced by a larger one, and at destruction (ncclCommFinalize)
+// for the NCCL operations it enqueued. Fusion-buffer reuse from another stream is ordered on the device with an event.
 #include "nccl_backend.h"
 
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "../cuda/batched_copy.h"
 #include "../cuda/check.h"
@@ -60,13 +58,6 @@ int select_device(int local_rank) {
   return local_rank % n;
 }
 
-// The last operation enqueued on one stream, for waiting on it at teardown.
-struct StreamMark {
-  cudaStream_t stream;
-  cudaEvent_t done;
-  nccl::Operation op;
-};
-
 class NcclBackend final : public Backend {
  public:
   NcclBackend(MPI_Comm comm, int local_rank, const Config& config)
@@ -75,19 +66,20 @@ class NcclBackend final : public Backend {
   }
 
   ~NcclBackend() override {
-    DeviceScope scope(device_);
-    if (!comm_.aborted()) {
-      try {
-        for (const StreamMark& m : marks_) comm_.wait(m.done, nccl::describe(m.op));
-        if (fusion_ != nullptr) check(cudaFree(fusion_), "cudaFree(fusion buffer)");
-      } catch (const Error& e) {
-        std::fprintf(stderr, "gj collectives: NCCL backend teardown: %s\n", e.what());
-      }
+    // A destructor can only report: every failure goes to stderr (a failing wait has aborted
+    // the communicator).
+    try {
+      DeviceScope scope(device_);
+      // Waits, bounded by the timeout, until every enqueued NCCL operation has completed; the
+      // kernels around them (pack, scale, divide, unpack) then finish on their own.
+      comm_.finalize();
+      if (!comm_.aborted() && fusion_ != nullptr) check(cudaFree(fusion_), "cudaFree(fusion buffer)");
+      // After an abort the fusion buffer is left to process exit: freeing it synchronizes the
+      // device, which could block on work that never finishes.
+      (void)cudaEventDestroy(fusion_done_);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gj collectives: NCCL backend teardown: %s\n", e.what());
     }
-    // After an abort the fusion buffer is left to process exit: freeing it could block on a
-    // device whose work never finishes.
-    for (const StreamMark& m : marks_) (void)cudaEventDestroy(m.done);
-    (void)cudaEventDestroy(fusion_done_);
   }
 
   gjBackend_t kind() const override { return gjBackendNccl; }
@@ -110,7 +102,6 @@ class NcclBackend final : public Backend {
                         [&] { return nccl::describe(what); });
     if (plan.postdivide != 0) cuda::divide(recv, count, dtype, plan.postdivide, stream);
     if (fused) record_fusion_use(stream);
-    mark(stream, what);
   }
 
   void broadcast(void* buf, std::size_t count, gjDataType_t dtype, int root, void* stream_v) override {
@@ -121,7 +112,6 @@ class NcclBackend final : public Backend {
     const auto stream = static_cast<cudaStream_t>(stream_v);
     comm_.complete_lazy(ncclBroadcast(buf, buf, count, nccl::to_nccl(dtype), root, comm_.get(), stream),
                         [&] { return nccl::describe(what); });
-    mark(stream, what);
   }
 
   void* fusion_buffer(std::size_t bytes) override {
@@ -161,9 +151,6 @@ class NcclBackend final : public Backend {
     if (fused) order_fusion_use(stream);
     cuda::unpack(dsts, src, bytes, n, stream);
     if (fused) record_fusion_use(stream);
-    std::size_t total = 0;
-    for (int i = 0; i < n; ++i) total += bytes[i];
-    mark(stream, nccl::Operation{"unpack", total, gjUint8, gjSum, nccl::Operation::kCopy});
   }
 
   void abort() noexcept override { comm_.abort(); }
@@ -219,36 +206,6 @@ class NcclBackend final : public Backend {
     fusion_stream_set_ = true;
   }
 
-  void mark(cudaStream_t stream, const nccl::Operation& what) {
-    StreamMark* m = nullptr;
-    for (StreamMark& candidate : marks_) {
-      if (candidate.stream == stream) m = &candidate;
-    }
-    if (m == nullptr) {
-      prune_marks();
-      marks_.push_back(StreamMark{stream, make_event(), what});
-      m = &marks_.back();
-    }
-    const cudaError_t err = cudaEventRecord(m->done, stream);
-    if (err != cudaSuccess) cuda::throw_cuda_error(err, "cudaEventRecord(after " + nccl::describe(what) + ")");
-    m->op = what;
-  }
-
-  // Forgets streams whose last operation has completed once many streams were seen, so that a
-  // caller creating a stream per step does not grow this list without bound.
-  void prune_marks() {
-    if (marks_.size() < 16) return;
-    std::vector<StreamMark> keep;
-    for (StreamMark& m : marks_) {
-      if (cudaEventQuery(m.done) == cudaSuccess) {
-        (void)cudaEventDestroy(m.done);
-      } else {
-        keep.push_back(std::move(m));
-      }
-    }
-    marks_ = std::move(keep);
-  }
-
   int device_;
   nccl::Comm comm_;
   void* fusion_ = nullptr;
@@ -256,7 +213,6 @@ class NcclBackend final : public Backend {
   cudaEvent_t fusion_done_ = nullptr;
   cudaStream_t fusion_stream_ = nullptr;
   bool fusion_stream_set_ = false;
-  std::vector<StreamMark> marks_;
 };
 
 }  // namespace

@@ -82,13 +82,18 @@ Comm::Comm(MPI_Comm mpi_comm, long timeout_ms) : timeout_ms_(timeout_ms) {
 Comm::~Comm() {
   if (comm_ == nullptr) return;
   try {
-    complete(ncclCommFinalize(comm_), "ncclCommFinalize");
-    ncclCommDestroy(comm_);
-    comm_ = nullptr;
-  } catch (const Error& e) {
-    // complete() has aborted the communicator already; a destructor can only report.
+    finalize();
+  } catch (const std::exception& e) {
+    // finalize() has aborted the communicator already; a destructor can only report.
     std::fprintf(stderr, "gj collectives: NCCL communicator teardown: %s\n", e.what());
   }
+  if (comm_ != nullptr) ncclCommDestroy(comm_);
+}
+
+void Comm::finalize() {
+  if (comm_ == nullptr || finalized_) return;
+  complete(ncclCommFinalize(comm_), "ncclCommFinalize (waiting for the enqueued NCCL operations)");
+  finalized_ = true;
 }
 
 void Comm::ensure_usable(const std::string& what) const {

@@ -18,7 +18,7 @@ class Comm {
   // Collective over mpi_comm: rank 0 creates the unique id, MPI_Bcast, ncclCommInitRankConfig.
   // The caller has made the right CUDA device current. timeout_ms == 0: wait forever.
   Comm(MPI_Comm mpi_comm, long timeout_ms);
-  ~Comm();  // finalize + destroy when healthy (bounded by the timeout), else abort
+  ~Comm();  // finalize() unless done, then ncclCommDestroy; nothing when aborted
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
 
@@ -39,6 +39,9 @@ class Comm {
   }
   // Waits until event has completed, polling the asynchronous error state and the timeout.
   void wait(cudaEvent_t event, const std::string& what);
+  // ncclCommFinalize, polled until every enqueued NCCL operation has completed (bounded by the
+  // timeout; aborts on failure). Idempotent; a no-op once aborted.
+  void finalize();
   void abort() noexcept;
   bool aborted() const { return comm_ == nullptr; }
 
@@ -51,6 +54,7 @@ class Comm {
   int rank_ = 0;
   int size_ = 1;
   long timeout_ms_ = 0;
+  bool finalized_ = false;
   std::string abort_reason_;
 };
 

@@ -13,8 +13,25 @@
 
 namespace gj::shm {
 
+// Added by the performance work. Tuning knobs; the defaults are what docs/benchmarks.md
+// measured best on a 2-core node. Callers normally pass only timeout_ms (GJ_COLL_TIMEOUT_MS).
+struct ShmOptions {
+  // A wait for a peer longer than this throws gj::Error(gjTimeout) naming the peer, instead of
+  // hanging when a peer died. 0 = wait forever.
+  long timeout_ms = 300000;
+  // Bytes of one pipeline chunk per rank; the shared segment holds 2 chunks per rank. Counts
+  // larger than a chunk are processed chunk by chunk.
+  std::size_t chunk_bytes = std::size_t{1} << 20;
+  // preferred(bytes) is true from this many bytes up: below it the caller's MPI_Allreduce
+  // measured faster (see docs/benchmarks.md). 0 = always preferred.
+  std::size_t min_bytes = 0;
+};
+
 class ShmAllreduce {
  public:
+  // As create(comm, why_not) with the given options (added by the performance work).
+  static std::unique_ptr<ShmAllreduce> create(MPI_Comm comm, const ShmOptions& options,
+                                              std::string* why_not = nullptr);
   // Collective over comm. Returns nullptr (and says why through `why_not`, if given) when the
   // ranks of comm are not all on one node or shared memory cannot be set up; the caller then
   // uses plain MPI. Throws gj::Error only for bugs / MPI failures.
@@ -25,6 +42,20 @@ class ShmAllreduce {
   // public header says). Collective over the comm given to create(). Throws gj::Error.
   virtual void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype,
                          gjRedOp_t op) = 0;
+
+  // Added by the performance work: n tensors of one dtype, each reduced exactly as
+  // allreduce() would (same bits), without packing them into a fusion buffer first: this
+  // path's per-call cost is a few microseconds, so the two copies of pack + unpack cost more
+  // than fusion saves (docs/benchmarks.md). sends[i] == recvs[i] is in place. Collective.
+  virtual void allreduce_group(const void* const* sends, void* const* recvs, const std::size_t* counts, int n,
+                               gjDataType_t dtype, gjRedOp_t op) {
+    for (int i = 0; i < n; ++i) allreduce(sends[i], recvs[i], counts[i], dtype, op);
+  }
+
+  // Added by the performance work: whether this path is faster than MPI_Allreduce for a
+  // message of `bytes` (count * element size). Pure; the same answer on every rank, so a
+  // backend that consults it per call stays collective-consistent.
+  virtual bool preferred(std::size_t bytes) const { return bytes > 0; }
 };
 
 }  // namespace gj::shm

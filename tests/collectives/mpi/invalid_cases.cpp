@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "../bad_enum.h"
+#include "../raw_calls.h"
 #include "expect.h"
 #include "harness.h"
 
 namespace gjt {
 namespace {
 
-const auto kBadDtype = bad_enum<gjDataType_t>(17);
-const auto kBadOp = bad_enum<gjRedOp_t>(9);
+constexpr int kBadDtype = 17;
+constexpr int kBadOp = 9;
 
 void local_argument_checks(Ctx& ctx) {
   const Failure F = kInvalidArgs;
@@ -30,11 +30,11 @@ void local_argument_checks(Ctx& ctx) {
                gjInvalidArgument, "count=18446744073709551615 elements of f32", c);
   expect_error(ctx, F, "u8 count (size_t)-1", gjAllReduce(buf, buf, static_cast<std::size_t>(-1), gjUint8, gjSum, c, nullptr),
                gjInvalidArgument, "count=18446744073709551615 elements of u8", c);
-  expect_error(ctx, F, "bad dtype", gjAllReduce(buf, buf, 1, kBadDtype, gjSum, c, nullptr), gjInvalidArgument,
+  expect_error(ctx, F, "bad dtype", raw_allreduce(buf, buf, 1, kBadDtype, gjSum, c), gjInvalidArgument,
                "gjAllReduce: dtype=17 is not a gjDataType_t (0..6)", c);
-  expect_error(ctx, F, "negative dtype", gjAllReduce(buf, buf, 1, bad_enum<gjDataType_t>(-1), gjSum, c, nullptr),
+  expect_error(ctx, F, "negative dtype", raw_allreduce(buf, buf, 1, -1, gjSum, c),
                gjInvalidArgument, "dtype=-1", c);
-  expect_error(ctx, F, "bad op", gjAllReduce(buf, buf, 1, gjFloat32, kBadOp, c, nullptr), gjInvalidArgument,
+  expect_error(ctx, F, "bad op", raw_allreduce(buf, buf, 1, gjFloat32, kBadOp, c), gjInvalidArgument,
                "gjAllReduce: op=9 is not a gjRedOp_t (0..4)", c);
 
   expect_error(ctx, F, "broadcast root -1", gjBroadcast(buf, 1, gjFloat32, -1, c, nullptr), gjInvalidArgument,
@@ -43,7 +43,7 @@ void local_argument_checks(Ctx& ctx) {
                "root=" + std::to_string(ctx.size), c);
   expect_error(ctx, F, "broadcast null buff", gjBroadcast(nullptr, 3, gjInt64, 0, c, nullptr), gjInvalidArgument,
                "gjBroadcast: buff=NULL with count=3", c);
-  expect_error(ctx, F, "broadcast bad dtype", gjBroadcast(buf, 1, kBadDtype, 0, c, nullptr), gjInvalidArgument,
+  expect_error(ctx, F, "broadcast bad dtype", raw_broadcast(buf, 1, kBadDtype, 0, c), gjInvalidArgument,
                "gjBroadcast: dtype=17", c);
 
   const void* sends[2] = {buf, buf};
@@ -61,7 +61,7 @@ void local_argument_checks(Ctx& ctx) {
   const std::size_t huge_counts[2] = {1, huge};
   expect_error(ctx, F, "counts[1] SIZE_MAX", gjGroupedAllReduce(sends, recvs, huge_counts, 2, gjFloat32, gjSum, c, nullptr),
                gjInvalidArgument, "counts[1]=18446744073709551615", c);
-  expect_error(ctx, F, "grouped bad op", gjGroupedAllReduce(sends, recvs, counts, 2, gjFloat32, kBadOp, c, nullptr),
+  expect_error(ctx, F, "grouped bad op", raw_grouped(sends, recvs, counts, 2, gjFloat32, kBadOp, c),
                gjInvalidArgument, "gjGroupedAllReduce: op=9", c);
 
   expect_error(ctx, F, "NULL comm", gjAllReduce(buf, buf, 1, gjFloat32, gjSum, nullptr, nullptr), gjInvalidUsage,
@@ -79,7 +79,7 @@ void local_argument_checks(Ctx& ctx) {
   }
 
   // Per-communicator and per-thread last errors.
-  gjAllReduce(buf, buf, 1, kBadDtype, gjSum, c, nullptr);
+  raw_allreduce(buf, buf, 1, kBadDtype, gjSum, c);
   gjAllReduce(buf, buf, 1, gjFloat32, gjSum, nullptr, nullptr);
   if (std::string(gjGetLastError(c)).find("dtype=17") == std::string::npos) {
     ctx.fail(F, std::string("per-comm last error was replaced by a call on another comm: ") + gjGetLastError(c));
@@ -96,7 +96,7 @@ void local_argument_checks(Ctx& ctx) {
   for (int d = 0; d < gjNumDataTypes; ++d) {
     if (gjDataTypeSize(static_cast<gjDataType_t>(d)) != sizes[d]) ctx.fail(F, "gjDataTypeSize(" + std::to_string(d) + ")");
   }
-  if (gjDataTypeSize(kBadDtype) != 0) ctx.fail(F, "gjDataTypeSize(17) != 0");
+  if (raw_dtype_size(kBadDtype) != 0) ctx.fail(F, "gjDataTypeSize(17) != 0");
 }
 
 // Rank-dependent arguments: every rank must see gjInvalidUsage, none may hang.

@@ -1,6 +1,7 @@
 // Communicators from MPI communicators, attributes, destroy/abort, calls on dead handles.
 #include <mpi.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "expect.h"
@@ -64,9 +65,31 @@ void dead_handles(Ctx& ctx) {
   expect_error(ctx, F, "gjFinalize with a live comm", gjFinalize(), gjInvalidUsage, "1 communicator(s) still alive");
 }
 
+// The environment is read when a communicator is created; the API overrides it per communicator.
+void fusion_threshold(Ctx& ctx) {
+  const Failure F = kLifecycle;
+  const MPI_Comm world = MPI_COMM_WORLD;
+  std::size_t bytes = 0;
+  expect_ok(ctx, F, "default threshold", gjCommGetFusionThreshold(ctx.comm, &bytes), ctx.comm);
+  if (getenv("GJ_COLL_FUSION_BYTES") == nullptr && bytes != (std::size_t{64} << 20)) {
+    ctx.fail(F, "default fusion threshold " + std::to_string(bytes) + " != 64 MiB");
+  }
+  setenv("GJ_COLL_FUSION_BYTES", "4K", 1);
+  gjComm_t c = nullptr;
+  expect_ok(ctx, F, "init with GJ_COLL_FUSION_BYTES=4K", gjCommInitMpi(&c, &world));
+  unsetenv("GJ_COLL_FUSION_BYTES");
+  expect_ok(ctx, F, "get threshold", gjCommGetFusionThreshold(c, &bytes), c);
+  if (bytes != 4096) ctx.fail(F, "GJ_COLL_FUSION_BYTES=4K gave " + std::to_string(bytes));
+  expect_ok(ctx, F, "set threshold 0", gjCommSetFusionThreshold(c, 0), c);
+  expect_ok(ctx, F, "get threshold", gjCommGetFusionThreshold(c, &bytes), c);
+  if (bytes != 0) ctx.fail(F, "threshold after set 0: " + std::to_string(bytes));
+  expect_ok(ctx, F, "destroy", gjCommDestroy(c));
+}
+
 }  // namespace
 
 void run_lifecycle_cases(Ctx& ctx) {
+  fusion_threshold(ctx);
   sub_communicator(ctx);
   dead_handles(ctx);
 }

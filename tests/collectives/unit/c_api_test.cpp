@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "../bad_enum.h"
+#include "../raw_calls.h"
 #include "gj/collectives.h"
 #include "gj/collectives.hpp"
 
@@ -16,15 +16,14 @@ TEST_CASE("every result code has its own error string", "[c_api]") {
     CHECK_FALSE(s.empty());
     CHECK(seen.insert(s).second);
   }
-  CHECK(std::string(gjGetErrorString(bad_enum<gjResult_t>(99))) == "unknown result code");
+  CHECK(std::string(raw_error_string(99)) == "unknown result code");
 }
 
 TEST_CASE("gjDataTypeSize", "[c_api]") {
-  const std::pair<gjDataType_t, std::size_t> rows[] = {{gjFloat32, 4}, {gjFloat64, 8}, {gjFloat16, 2}, {gjBfloat16, 2},
-                                                       {gjInt32, 4},   {gjInt64, 8},   {gjUint8, 1},
-                                                       {bad_enum<gjDataType_t>(7), 0},
-                                                       {bad_enum<gjDataType_t>(-1), 0}};
-  for (const auto& r : rows) CHECK(gjDataTypeSize(r.first) == r.second);
+  const std::pair<int, std::size_t> rows[] = {{gjFloat32, 4}, {gjFloat64, 8}, {gjFloat16, 2}, {gjBfloat16, 2},
+                                              {gjInt32, 4},   {gjInt64, 8},   {gjUint8, 1},     {7, 0},
+                                              {-1, 0},        {1000, 0}};
+  for (const auto& r : rows) CHECK(raw_dtype_size(r.first) == r.second);
 }
 
 TEST_CASE("calls on a NULL or unknown handle fail with gjInvalidUsage, without dereferencing it", "[c_api]") {

@@ -129,6 +129,10 @@ TEST_CASE("reduce_into: rounding, wrap-around, signed zero and aliasing rows", "
       {"bf16 tie to even stays", gjBfloat16, gjSum, 256, 1, 256},
       {"bf16 tie to even rounds up", gjBfloat16, gjSum, 256, 3, 260},
       {"bf16 product rounds", gjBfloat16, gjProd, 129, 129, 16640},  // 16641 -> 16640 (ulp 128)
+      {"bf16 overflow to inf", gjBfloat16, gjSum, 3.3895313892515355e38, 3.3895313892515355e38,
+       std::numeric_limits<double>::infinity()},
+      {"bf16 min", gjBfloat16, gjMin, -3, 2, -3},
+      {"bf16 max", gjBfloat16, gjMax, -3, 2, 2},
       {"f32 min of negatives", gjFloat32, gjMin, -1.5, -2.5, -2.5},
       {"f64 max", gjFloat64, gjMax, 1e300, -1e300, 1e300},
       {"i32 sum wraps", gjInt32, gjSum, 2147483647.0, 1, -2147483648.0},
@@ -137,17 +141,29 @@ TEST_CASE("reduce_into: rounding, wrap-around, signed zero and aliasing rows", "
       {"u8 sum wraps", gjUint8, gjSum, 200, 100, 44},
       {"u8 max", gjUint8, gjMax, 200, 100, 200},
   };
+  // 37 copies of each row: the SIMD body and the scalar tail both see it.
+  const std::size_t n = 37;
   for (const Row& r : rows) {
     CAPTURE(r.what);
-    Buf acc(r.t, 1), in(r.t, 1);
-    if (r.t == gjInt32 && r.a > 2147483646.0) {
-      acc.put_as<std::int32_t>(0, std::numeric_limits<std::int32_t>::max());
-    } else {
-      acc.set(0, r.a);
+    Buf acc(r.t, n), in(r.t, n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (r.t == gjInt32 && r.a > 2147483646.0) {
+        acc.put_as<std::int32_t>(i, std::numeric_limits<std::int32_t>::max());
+      } else {
+        acc.set(i, r.a);
+      }
+      in.set(i, r.b);
     }
-    in.set(0, r.b);
-    gj::host::reduce_into(acc.data(), in.data(), 1, r.t, r.op);
-    CHECK(acc.get(0) == r.want);
+    gj::host::reduce_into(acc.data(), in.data(), n, r.t, r.op);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (acc.get(i) != r.want) FAIL_CHECK("index " << i << " got " << acc.get(i));
+    }
+  }
+
+  SECTION("bf16 NaN stays NaN, quieted, in the SIMD body and the tail") {
+    std::vector<std::uint16_t> acc(37, 0x7F81), in(37, 0x3F80);  // signalling NaN + 1.0
+    gj::host::reduce_into(acc.data(), in.data(), acc.size(), gjBfloat16, gjSum);
+    for (std::uint16_t v : acc) CHECK(v == 0x7FC1);
   }
 
   SECTION("acc == in doubles every element") {
@@ -222,4 +238,18 @@ TEST_CASE("invalid dtype, op or divisor is a gjInvalidArgument error naming the 
   CHECK(code_of([&] { gj::host::divide(&a, 1, gjFloat32, 2); }) == gjInvalidArgument);
   CHECK(code_of([&] { gj::host::divide(&a, 1, gjInt32, 0); }) == gjInvalidArgument);
   CHECK(code_of([&] { gj::host::to_f32(&a, &b, 1, gjFloat32); }) == gjInvalidArgument);
+}
+
+TEST_CASE("copy moves every byte for lengths around the SIMD widths and leaves the rest", "[copy]") {
+  for (std::size_t n : {0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 4095, 4096, 65537}) {
+    for (std::size_t misalign : {0, 1, 7}) {
+      CAPTURE(n, misalign);
+      std::vector<unsigned char> src(n + 8), dst(n + 16, 0xEE);
+      for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 31 + 7);
+      gj::host::copy(dst.data() + misalign, src.data() + 1, n);
+      CHECK(std::memcmp(dst.data() + misalign, src.data() + 1, n) == 0);
+      for (std::size_t i = 0; i < misalign; ++i) CHECK(dst[i] == 0xEE);
+      for (std::size_t i = misalign + n; i < dst.size(); ++i) CHECK(dst[i] == 0xEE);
+    }
+  }
 }

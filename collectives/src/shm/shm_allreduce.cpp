@@ -1,0 +1,257 @@
+// The shared-memory allreduce engine. Per pipeline chunk (see plan.h for the stage protocol):
+//   A. each rank copies its input (pre-scaled for float avg) into its own slot, except its
+//      own slice, and publishes;
+//   B. each rank reduces its slice in rank order from its private input and the peers'
+//      slots, into its slot (L1-sized sub-blocks) and straight into its output;
+//   C. each rank copies the peers' reduced slices from their slots into its output.
+// Small messages skip the scatter: every rank reduces the whole chunk (one sync instead of
+// two). Every element is reduced by one rank in rank order, so all ranks get identical bits.
+#include "shm/shm_allreduce.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "error.h"
+#include "host/reduce.h"
+#include "shm/plan.h"
+#include "shm/segment.h"
+#include "shm/wait.h"
+
+namespace gj::shm {
+namespace {
+
+using Stage = std::atomic<std::uint64_t>;
+static_assert(Stage::is_always_lock_free && sizeof(Stage) == sizeof(std::uint64_t),
+              "stage counters must be plain lock-free words to live in shared memory");
+
+constexpr std::size_t kControlLine = 128;  // one stage counter per 128 bytes: no false sharing
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kSubBlockBytes = 16 * 1024;  // accumulator stays in L1 across p passes
+
+std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
+
+std::size_t elem_size(gjDataType_t t) {
+  switch (t) {
+    case gjFloat32: case gjInt32: return 4;
+    case gjFloat64: case gjInt64: return 8;
+    case gjFloat16: case gjBfloat16: return 2;
+    case gjUint8: return 1;
+    default: return 0;
+  }
+}
+
+bool is_floating(gjDataType_t t) {
+  return t == gjFloat32 || t == gjFloat64 || t == gjFloat16 || t == gjBfloat16;
+}
+
+void check_mpi(int rc, const char* call) {
+  if (rc != MPI_SUCCESS) throw Error(gjMpiError, std::string(call) + " failed in gj::shm::ShmAllreduce::create");
+}
+
+// CPUs the ranks of comm can run on together (union of their affinity masks).
+int union_cpus(MPI_Comm comm) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_SET(0, &set);
+  std::vector<unsigned char> bytes(sizeof set);
+  std::memcpy(bytes.data(), &set, sizeof set);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, bytes.data(), static_cast<int>(bytes.size()), MPI_UNSIGNED_CHAR, MPI_BOR,
+                          comm),
+            "MPI_Allreduce(affinity)");
+  std::memcpy(&set, bytes.data(), sizeof set);
+  return std::max(1, CPU_COUNT(&set));
+}
+
+class Engine final : public ShmAllreduce {
+ public:
+  Engine(std::unique_ptr<Segment> segment, std::size_t header, int rank, int size, const ShmOptions& options,
+         WaitPolicy policy)
+      : seg_(std::move(segment)), header_(header), rank_(rank), size_(size), opt_(options), policy_(policy) {}
+
+  void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op) override;
+  bool preferred(std::size_t bytes) const override { return bytes > 0 && bytes >= opt_.min_bytes; }
+
+ private:
+  struct Call {  // one allreduce call, as the chunk functions need it
+    gjDataType_t dtype;
+    gjRedOp_t op;
+    std::size_t es;
+    bool scale_inputs;  // float avg: divide-then-sum
+    bool divide_sum;    // integer avg: exact sum, then truncating division
+  };
+
+  Stage& stage(int q) const { return *reinterpret_cast<Stage*>(seg_->base() + kControlLine * (q + 1)); }
+  unsigned char* slot(int q, std::uint64_t g) const {
+    return seg_->base() + header_ + (static_cast<std::size_t>(q) * kSlots + g % kSlots) * opt_.chunk_bytes;
+  }
+  void publish(std::uint64_t value) { stage(rank_).store(value, std::memory_order_release); }
+  void wait_for(int q, std::uint64_t value) const { wait_at_least(stage(q), value, policy_, rank_, q); }
+  void wait_peers(std::uint64_t value) const {
+    for (int q = 0; q < size_; ++q) {
+      if (q != rank_) wait_for(q, value);
+    }
+  }
+
+  // dst = this rank's contribution of n elements (scaled by 1/size for float avg).
+  void contribute(unsigned char* dst, const unsigned char* src, std::size_t n, const Call& c) const {
+    if (n == 0) return;
+    if (c.scale_inputs) host::scale(dst, src, n, c.dtype, 1.0 / size_);
+    else host::copy(dst, src, n * c.es);
+  }
+
+  void whole_chunk(std::uint64_t g, const unsigned char* send, unsigned char* recv, std::size_t m, const Call& c);
+  void sliced_chunk(std::uint64_t g, const unsigned char* send, unsigned char* recv, std::size_t m, const Call& c);
+  void reduce_slice(std::uint64_t g, const unsigned char* send, unsigned char* recv, Range mine, const Call& c);
+
+  std::unique_ptr<Segment> seg_;
+  std::size_t header_;
+  int rank_;
+  int size_;
+  ShmOptions opt_;
+  WaitPolicy policy_;
+  std::uint64_t next_chunk_ = 0;
+  bool broken_ = false;
+  std::vector<unsigned char> scratch_ = std::vector<unsigned char>(kSubBlockBytes);
+};
+
+void Engine::allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op) {
+  if (broken_) {
+    throw Error(gjInvalidUsage,
+                "shared-memory allreduce: a previous call failed (timeout or error), so the ranks are out of step; "
+                "destroy this communicator and create a new one");
+  }
+  const std::size_t es = elem_size(dtype);
+  if (es == 0 || static_cast<unsigned>(op) >= static_cast<unsigned>(gjNumRedOps)) {
+    throw Error(gjInvalidArgument, "shared-memory allreduce: dtype=" + std::to_string(static_cast<int>(dtype)) +
+                                       " op=" + std::to_string(static_cast<int>(op)) + " is not a valid pair");
+  }
+  if (count == 0) return;
+  const Call c{dtype, op, es, op == gjAvg && is_floating(dtype) && size_ > 1, op == gjAvg && !is_floating(dtype)};
+  const bool whole = count * es <= kWholeReduceMaxBytes;
+  const std::size_t per_chunk = chunk_elems(opt_.chunk_bytes, es);
+  const auto* in = static_cast<const unsigned char*>(send);
+  auto* out = static_cast<unsigned char*>(recv);
+  try {
+    for (std::size_t off = 0; off < count; off += per_chunk) {
+      const std::size_t m = std::min(per_chunk, count - off);
+      const std::uint64_t g = next_chunk_++;
+      if (g >= kSlots) wait_peers(done(g - kSlots));  // our slot (g % 2) is free again
+      if (whole) whole_chunk(g, in + off * es, out + off * es, m, c);
+      else sliced_chunk(g, in + off * es, out + off * es, m, c);
+    }
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+}
+
+void Engine::whole_chunk(std::uint64_t g, const unsigned char* send, unsigned char* recv, std::size_t m,
+                         const Call& c) {
+  contribute(slot(rank_, g), send, m, c);
+  publish(published(g));
+  wait_peers(published(g));
+  // Sources are all slots (ours included), so recv may alias send.
+  host::copy(recv, slot(0, g), m * c.es);
+  for (int q = 1; q < size_; ++q) host::reduce_into(recv, slot(q, g), m, c.dtype, c.op);
+  if (c.divide_sum) host::divide(recv, m, c.dtype, size_);
+  publish(done(g));
+}
+
+void Engine::sliced_chunk(std::uint64_t g, const unsigned char* send, unsigned char* recv, std::size_t m,
+                          const Call& c) {
+  const Range mine = slice_of(m, size_, rank_, c.es);
+  unsigned char* my_slot = slot(rank_, g);
+  // A: the peers need every slice of our input but our own.
+  contribute(my_slot, send, mine.begin, c);
+  contribute(my_slot + mine.end * c.es, send + mine.end * c.es, m - mine.end, c);
+  publish(published(g));
+
+  // B
+  if (mine.size() > 0) {
+    wait_peers(published(g));
+    reduce_slice(g, send, recv, mine, c);
+  }
+  publish(reduced(g));
+
+  // C: start with the next rank, which most likely finished first.
+  for (int k = 1; k < size_; ++k) {
+    const int q = (rank_ + k) % size_;
+    const Range theirs = slice_of(m, size_, q, c.es);
+    if (theirs.size() == 0) continue;
+    wait_for(q, reduced(g));
+    host::copy(recv + theirs.begin * c.es, slot(q, g) + theirs.begin * c.es, theirs.size() * c.es);
+  }
+  publish(done(g));
+}
+
+// Reduces elements [mine.begin, mine.end) of the chunk in rank order into our slot, then
+// copies them to recv. Our own input is read from send here, sub-block by sub-block before
+// that sub-block of recv is written, so send == recv is safe.
+void Engine::reduce_slice(std::uint64_t g, const unsigned char* send, unsigned char* recv, Range mine,
+                          const Call& c) {
+  const std::size_t block = kSubBlockBytes / c.es;
+  for (std::size_t b = mine.begin; b < mine.end; b += block) {
+    const std::size_t n = std::min(block, mine.end - b);
+    const std::size_t at = b * c.es;
+    unsigned char* acc = slot(rank_, g) + at;
+    for (int q = 0; q < size_; ++q) {
+      const bool own = q == rank_;
+      const unsigned char* src = own ? send + at : slot(q, g) + at;
+      if (q == 0) {
+        if (own) contribute(acc, src, n, c);
+        else host::copy(acc, src, n * c.es);
+        continue;
+      }
+      if (own && c.scale_inputs) {
+        contribute(scratch_.data(), src, n, c);
+        src = scratch_.data();
+      }
+      host::reduce_into(acc, src, n, c.dtype, c.op);
+    }
+    if (c.divide_sum) host::divide(acc, n, c.dtype, size_);
+    host::copy(recv + at, acc, n * c.es);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<ShmAllreduce> ShmAllreduce::create(MPI_Comm comm, std::string* why_not) {
+  return create(comm, ShmOptions{}, why_not);
+}
+
+std::unique_ptr<ShmAllreduce> ShmAllreduce::create(MPI_Comm comm, const ShmOptions& options, std::string* why_not) {
+  if (options.chunk_bytes < kWholeReduceMaxBytes || options.chunk_bytes > (std::size_t{1} << 30)) {
+    throw Error(gjInvalidArgument, "gj::shm::ShmOptions: chunk_bytes=" + std::to_string(options.chunk_bytes) +
+                                       " must be between " + std::to_string(kWholeReduceMaxBytes) + " and 2^30");
+  }
+  int rank = 0, size = 0, local_size = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  MPI_Comm local = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local), "MPI_Comm_split_type");
+  check_mpi(MPI_Comm_size(local, &local_size), "MPI_Comm_size");
+  check_mpi(MPI_Comm_free(&local), "MPI_Comm_free");
+  if (local_size != size) {
+    // Every rank sees local_size < size here, so all return nullptr together.
+    if (why_not != nullptr) {
+      *why_not = "ranks span nodes (" + std::to_string(local_size) + " of " + std::to_string(size) +
+                 " ranks share this node)";
+    }
+    return nullptr;
+  }
+
+  ShmOptions opt = options;
+  opt.chunk_bytes = round_up(opt.chunk_bytes, kPage);
+  const std::size_t header = round_up(kControlLine * (static_cast<std::size_t>(size) + 1), kPage);
+  const std::size_t bytes = header + static_cast<std::size_t>(size) * kSlots * opt.chunk_bytes;
+  auto segment = Segment::map_shared(comm, bytes, why_not);
+  if (!segment) return nullptr;
+  const WaitPolicy policy{opt.timeout_ms, spins_for(size, union_cpus(comm))};
+  return std::make_unique<Engine>(std::move(segment), header, rank, size, opt, policy);
+}
+
+}  // namespace gj::shm

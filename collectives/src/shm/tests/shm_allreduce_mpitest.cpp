@@ -1,0 +1,302 @@
+// Multi-process test of gj::shm::ShmAllreduce under real mpiexec: every dtype x op x
+// in-place/out-of-place x counts around the whole/sliced switch, the slice lines and the
+// chunk boundaries, with rank-dependent inputs whose result is computed independently here
+// (step by step in rank order, rounding 16-bit types with the reference encoder) and, where
+// MPI can do the same reduction, also compared bitwise against MPI_Allreduce.
+// Exit codes: 0 ok, 2 wrong result, 3 create() returned nullptr, 4 timeout test failed,
+// 5 unexpected exception.
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../../host/tests/reference_half.h"
+#include "error.h"
+#include "shm/shm_allreduce.h"
+
+namespace {
+
+int g_rank = 0, g_size = 1;
+
+std::size_t elem_size(gjDataType_t t) {
+  switch (t) {
+    case gjFloat32: case gjInt32: return 4;
+    case gjFloat64: case gjInt64: return 8;
+    case gjFloat16: case gjBfloat16: return 2;
+    default: return 1;
+  }
+}
+const char* dtype_name(gjDataType_t t) {
+  static const char* n[] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8"};
+  return n[t];
+}
+const char* op_name(gjRedOp_t o) {
+  static const char* n[] = {"sum", "avg", "min", "max", "prod"};
+  return n[o];
+}
+
+// Input of rank q at index i: small integers (signed types may be negative), period 11 in i.
+double input(gjDataType_t t, int q, std::size_t i) {
+  const auto v = static_cast<double>((i * 7 + static_cast<std::size_t>(q) * 3) % 11);
+  return t == gjUint8 ? v : v - 5;
+}
+
+// Rounds a double to the dtype (16-bit types: nearest even via the reference encoder).
+double round_to(gjDataType_t t, double v) {
+  switch (t) {
+    case gjFloat32: return static_cast<float>(v);
+    case gjFloat16: return gj::host::ref::f16_value(gj::host::ref::f32_to_f16(static_cast<float>(v)));
+    case gjBfloat16:
+      return gj::host::ref::float_of(std::uint32_t{gj::host::ref::f32_to_bf16(static_cast<float>(v))} << 16);
+    default: return v;
+  }
+}
+
+template <class T>
+T wrap_int(std::int64_t v) {
+  return static_cast<T>(static_cast<std::uint64_t>(v));
+}
+
+// Expected element i: rank-order fold with rounding at each step (floats) or wrap (ints).
+double expected(gjDataType_t t, gjRedOp_t op, std::size_t i) {
+  const bool floating = t <= gjBfloat16;
+  if (floating) {
+    const double scale = op == gjAvg ? static_cast<double>(static_cast<float>(1.0 / g_size)) : 1.0;
+    auto contrib = [&](int q) {
+      if (op != gjAvg || g_size == 1) return round_to(t, input(t, q, i));
+      // f64 scales by the double 1/size; f32/f16/bf16 by the float 1/size, in f32.
+      if (t == gjFloat64) return input(t, q, i) * (1.0 / g_size);
+      return round_to(t, static_cast<float>(input(t, q, i)) * static_cast<float>(scale));
+    };
+    double acc = contrib(0);
+    for (int q = 1; q < g_size; ++q) {
+      const double x = contrib(q);
+      double r = 0;
+      switch (op) {
+        case gjSum: case gjAvg: r = acc + x; break;
+        case gjMin: r = acc < x ? acc : x; break;
+        case gjMax: r = acc > x ? acc : x; break;
+        default: r = acc * x; break;
+      }
+      acc = t == gjFloat64 ? r : round_to(t, r);
+    }
+    return acc;
+  }
+  std::int64_t acc = static_cast<std::int64_t>(input(t, 0, i));
+  for (int q = 1; q < g_size; ++q) {
+    const auto x = static_cast<std::int64_t>(input(t, q, i));
+    switch (op) {
+      case gjSum: case gjAvg: acc += x; break;
+      case gjMin: acc = acc < x ? acc : x; break;
+      case gjMax: acc = acc > x ? acc : x; break;
+      default: acc *= x; break;
+    }
+  }
+  if (t == gjUint8) {
+    const auto s = wrap_int<std::uint8_t>(acc);
+    return op == gjAvg ? s / g_size : s;
+  }
+  if (t == gjInt32) {
+    const auto s = wrap_int<std::int32_t>(acc);
+    return op == gjAvg ? s / g_size : s;
+  }
+  return static_cast<double>(op == gjAvg ? acc / g_size : acc);
+}
+
+void store(gjDataType_t t, unsigned char* p, std::size_t i, double v) {
+  auto put = [&](auto x) { std::memcpy(p + i * sizeof x, &x, sizeof x); };
+  switch (t) {
+    case gjFloat32: put(static_cast<float>(v)); break;
+    case gjFloat64: put(v); break;
+    case gjFloat16: put(gj::host::ref::f32_to_f16(static_cast<float>(v))); break;
+    case gjBfloat16: put(gj::host::ref::f32_to_bf16(static_cast<float>(v))); break;
+    case gjInt32: put(static_cast<std::int32_t>(v)); break;
+    case gjInt64: put(static_cast<std::int64_t>(v)); break;
+    default: put(static_cast<std::uint8_t>(v)); break;
+  }
+}
+
+MPI_Datatype mpi_type(gjDataType_t t) {
+  switch (t) {
+    case gjFloat32: return MPI_FLOAT;
+    case gjFloat64: return MPI_DOUBLE;
+    case gjInt32: return MPI_INT32_T;
+    case gjInt64: return MPI_INT64_T;
+    case gjUint8: return MPI_UINT8_T;
+    default: return MPI_DATATYPE_NULL;
+  }
+}
+
+MPI_Op mpi_op(gjRedOp_t o) {
+  switch (o) {
+    case gjSum: return MPI_SUM;
+    case gjMin: return MPI_MIN;
+    case gjMax: return MPI_MAX;
+    case gjProd: return MPI_PROD;
+    default: return MPI_OP_NULL;
+  }
+}
+
+int failures = 0;
+
+void report(const std::string& what, std::size_t index, const std::string& detail) {
+  if (++failures <= 10) {
+    std::fprintf(stderr, "rank %d: %s: first wrong index %zu: %s\n", g_rank, what.c_str(), index, detail.c_str());
+  }
+}
+
+void run_case(gj::shm::ShmAllreduce& engine, const std::string& engine_name, gjDataType_t t, gjRedOp_t op,
+              std::size_t count, bool in_place) {
+  const std::size_t es = elem_size(t);
+  std::vector<unsigned char> send(count * es + 64), recv(count * es + 64, 0xAB), want(count * es + 64, 0xAB);
+  // Inputs, hence results, repeat with period 11 in i: encode one period, then replicate.
+  unsigned char in_period[11 * 8], want_period[11 * 8];
+  for (std::size_t i = 0; i < 11; ++i) {
+    store(t, in_period, i, input(t, g_rank, i));
+    store(t, want_period, i, expected(t, op, i));
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    std::memcpy(send.data() + i * es, in_period + (i % 11) * es, es);
+    std::memcpy(want.data() + i * es, want_period + (i % 11) * es, es);
+  }
+  const std::vector<unsigned char> input_copy(send.begin(), send.begin() + static_cast<std::ptrdiff_t>(count * es));
+  unsigned char* out = in_place ? send.data() : recv.data();
+  if (in_place) std::memset(send.data() + count * es, 0xAB, 64);
+  engine.allreduce(send.data(), out, count, t, op);
+
+  const std::string what = engine_name + " " + dtype_name(t) + " " + op_name(op) + " count=" + std::to_string(count) +
+                           (in_place ? " in-place" : " out-of-place");
+  if (std::memcmp(out, want.data(), count * es + 64) != 0) {
+    std::size_t i = 0;
+    while (i < count && std::memcmp(out + i * es, want.data() + i * es, es) == 0) ++i;
+    report(what, i, i < count ? "bytes differ from the independently computed result" : "wrote past count");
+    return;
+  }
+  if (mpi_type(t) != MPI_DATATYPE_NULL && mpi_op(op) != MPI_OP_NULL && count > 0) {
+    std::vector<unsigned char> theirs(count * es);
+    MPI_Allreduce(input_copy.data(), theirs.data(), static_cast<int>(count), mpi_type(t), mpi_op(op), MPI_COMM_WORLD);
+    if (std::memcmp(out, theirs.data(), count * es) != 0) {
+      std::size_t i = 0;
+      while (std::memcmp(out + i * es, theirs.data() + i * es, es) == 0) ++i;
+      report(what, i, "differs from MPI_Allreduce");
+    }
+  }
+}
+
+// allreduce_group gives the bits of one allreduce per tensor (in place and out of place).
+void group_case(gj::shm::ShmAllreduce& engine) {
+  const std::size_t counts[] = {1, 0, 1000, 40000, 3, 300000};
+  const int n = 6;
+  std::vector<std::vector<float>> in(n), out(n), want(n);
+  std::vector<const void*> sends;
+  std::vector<void*> recvs;
+  for (int k = 0; k < n; ++k) {
+    in[k].resize(counts[k]);
+    out[k].assign(counts[k], -1.0f);
+    for (std::size_t i = 0; i < counts[k]; ++i) in[k][i] = static_cast<float>(input(gjFloat32, g_rank, i + k));
+    want[k] = in[k];
+    engine.allreduce(want[k].data(), want[k].data(), counts[k], gjFloat32, gjAvg);
+    sends.push_back(in[k].data());
+    recvs.push_back(k % 2 == 0 ? out[k].data() : static_cast<void*>(in[k].data()));
+  }
+  engine.allreduce_group(sends.data(), recvs.data(), counts, n, gjFloat32, gjAvg);
+  for (int k = 0; k < n; ++k) {
+    const float* got = static_cast<const float*>(recvs[k]);
+    for (std::size_t i = 0; i < counts[k]; ++i) {
+      if (std::memcmp(&got[i], &want[k][i], sizeof(float)) != 0) {
+        report("allreduce_group tensor " + std::to_string(k), i, "differs from a per-tensor allreduce");
+        break;
+      }
+    }
+  }
+}
+
+// Rank 1 stays away from the allreduce: rank 0 must get gjTimeout after about timeout_ms,
+// and gjInvalidUsage on the next call.
+int timeout_test() {
+  gj::shm::ShmOptions opt;
+  opt.timeout_ms = 300;
+  std::string why;
+  auto engine = gj::shm::ShmAllreduce::create(MPI_COMM_WORLD, opt, &why);
+  if (!engine) return 3;
+  int rc = 0;
+  if (g_rank == 0) {
+    std::vector<float> x(100000, 1.0f);
+    const auto start = std::chrono::steady_clock::now();
+    gjResult_t first = gjSuccess, second = gjSuccess;
+    try {
+      engine->allreduce(x.data(), x.data(), x.size(), gjFloat32, gjSum);
+    } catch (const gj::Error& e) {
+      first = e.code();
+      std::fprintf(stderr, "rank 0: expected timeout: %s\n", e.what());
+    }
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    try {
+      engine->allreduce(x.data(), x.data(), x.size(), gjFloat32, gjSum);
+    } catch (const gj::Error& e) {
+      second = e.code();
+    }
+    if (first != gjTimeout || second != gjInvalidUsage || ms < 300 || ms > 5000) {
+      std::fprintf(stderr, "rank 0: timeout test: first=%d second=%d after %lld ms\n", first, second,
+                   static_cast<long long>(ms));
+      rc = 4;
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  int rc = 0;
+  try {
+    if (argc > 1 && std::string(argv[1]) == "timeout") {
+      rc = g_size >= 2 ? timeout_test() : 0;
+    } else {
+      std::string why;
+      gj::shm::ShmOptions small;
+      small.chunk_bytes = 64 * 1024;  // many chunks from modest counts
+      auto chunked = gj::shm::ShmAllreduce::create(MPI_COMM_WORLD, small, &why);
+      auto standard = gj::shm::ShmAllreduce::create(MPI_COMM_WORLD, &why);
+      if (!chunked || !standard) {
+        std::fprintf(stderr, "rank %d: ShmAllreduce::create returned nullptr: %s\n", g_rank, why.c_str());
+        rc = 3;
+      } else {
+        const gjDataType_t types[] = {gjFloat32, gjFloat64, gjFloat16, gjBfloat16, gjInt32, gjInt64, gjUint8};
+        const gjRedOp_t ops[] = {gjSum, gjAvg, gjMin, gjMax, gjProd};
+        for (gjDataType_t t : types) {
+          const std::size_t es = elem_size(t);
+          const std::size_t whole = 32 * 1024 / es, chunk = 64 * 1024 / es;
+          const std::size_t counts[] = {0, 1, 2, 7, 64 / es, 64 / es + 1, 1000, whole, whole + 1,
+                                        chunk - 1, chunk, chunk + 1, 2 * chunk + 13, 5 * chunk + 7};
+          for (gjRedOp_t op : ops) {
+            for (std::size_t n : counts) {
+              for (bool in_place : {false, true}) run_case(*chunked, "chunk64k", t, op, n, in_place);
+            }
+          }
+          // Larger than the standard engine's 2 x 1 MiB slots: several passes through them.
+          for (bool in_place : {false, true}) run_case(*standard, "standard", t, gjAvg, (3u << 20) / es + 3, in_place);
+        }
+        group_case(*chunked);
+        if (failures > 0) rc = 2;
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: unexpected exception: %s\n", g_rank, e.what());
+    rc = 5;
+  }
+  int worst = rc;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (g_rank == 0) std::printf("shm allreduce test on %d ranks: %s\n", g_size, worst == 0 ? "ok" : "FAILED");
+  MPI_Finalize();
+  return worst;
+}
