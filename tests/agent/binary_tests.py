@@ -117,8 +117,27 @@ class Sandbox:
             data = f.read()
         return [a.decode() for a in data.split(b"\0")[:-1]]
 
+    def use_real_keypair(self):
+        """Replaces the fake key by a real ed25519 pair that authorized_keys accepts; returns the
+        private key's path (mode 0644, group-readable like a mounted secret)."""
+        key = os.path.join(self.ssh, "id_ed25519")
+        os.unlink(os.path.join(self.ssh, "id_rsa"))
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
+        shutil.copy(key + ".pub", os.path.join(self.ssh, "authorized_keys"))
+        os.chmod(key, 0o644)
+        return key
+
     def close(self):
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def real_sshd(test):
+    """The machine's sshd when this test can run a real one (root, sshd, ssh-keygen), else None."""
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    if os.geteuid() != 0 or not os.path.exists(sshd) or not shutil.which("ssh-keygen"):
+        print(f"SKIP {test}: needs root, sshd and ssh-keygen")
+        return None
+    return sshd
 
 
 def expect_rc(r, want, what):
@@ -468,15 +487,10 @@ def test_gate_unreachable(sb):
 def test_master_real_sshd_gate(sb):
     """The whole master path on one machine: its own real sshd, the key copy, the readiness gate
     with a real ssh login to a "worker" (localhost, served by that sshd), then mpiexec (stub)."""
-    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
-    if os.geteuid() != 0 or not os.path.exists(sshd) or not shutil.which("ssh-keygen"):
-        print("SKIP master_real_sshd_gate: needs root, sshd and ssh-keygen")
+    sshd = real_sshd("master_real_sshd_gate")
+    if sshd is None:
         return
-    key = os.path.join(sb.ssh, "id_ed25519")
-    os.unlink(os.path.join(sb.ssh, "id_rsa"))
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
-    shutil.copy(key + ".pub", os.path.join(sb.ssh, "authorized_keys"))
-    os.chmod(key, 0o644)  # group-readable, like a mounted secret: gj-mpirun must copy it
+    sb.use_real_keypair()  # group-readable, like a mounted secret: gj-mpirun must copy it
     env = sb.env(replicas="1", mpi_host="localhost")
     for k in ("GJ_NO_WAIT", "GJ_NO_SSHD", "GJ_SSHD"):
         env.pop(k)
@@ -489,6 +503,10 @@ def test_master_real_sshd_gate(sb):
     check("-i " + os.path.join(sb.state, "ssh", "id_ed25519") in plm, plm)
     check("ready" in r.stderr, r.stderr)
     # The supervised run must not leave the master's sshd behind (sshd also removes its pid file).
+    check_no_sshd_left(sb)
+
+
+def check_no_sshd_left(sb):
     config = os.path.join(sb.state, "sshd_config")
     left = []
     for _ in range(50):
@@ -498,7 +516,25 @@ def test_master_real_sshd_gate(sb):
         time.sleep(0.1)
     for pid in left:
         os.kill(int(pid), signal.SIGTERM)
-    check(not left, f"the master's sshd outlived the job: pids {left}")
+    check(not left, f"the master's sshd outlived gj-mpirun: pids {left}")
+
+
+def test_master_sshd_cleanup_on_failure(sb):
+    """A failure after the master's sshd started (here: no client key to copy, exit 6) stops
+    that sshd before gj-mpirun exits."""
+    sshd = real_sshd("master_sshd_cleanup_on_failure")
+    if sshd is None:
+        return
+    os.unlink(os.path.join(sb.ssh, "id_rsa"))
+    env = sb.env(replicas="1", mpi_host="localhost")
+    for k in ("GJ_NO_SSHD", "GJ_SSHD"):
+        env.pop(k)
+    env.update({"GJ_SSHD": sshd, "GJ_SSH_PORT": str(free_port()), "GJ_MASTER_HOST": "127.0.0.1"})
+    r = sb.run([sb.script], env, timeout=60)
+    expect_rc(r, 6, "no client key")
+    check("Server listening" in r.stderr, f"sshd did not start first:\n{r.stderr}")
+    check_no_sshd_left(sb)
+    check(sb.recorded("mpiexec") is None, "mpiexec started")
 
 
 def _cmdline(pid):
@@ -548,14 +584,9 @@ def test_real_mpi_over_ssh(sb):
     copied key and port of the plan work, and a rank started over ssh sees the pod environment
     through sshd's SetEnv (GJ_E2E_MARKER is not forwarded by mpiexec)."""
     program = EXTRA[0]
-    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
-    if os.geteuid() != 0 or not os.path.exists(sshd):
-        print("SKIP real_mpi_over_ssh: needs root and sshd")
+    if real_sshd("real_mpi_over_ssh") is None:
         return
-    key = os.path.join(sb.ssh, "id_ed25519")
-    os.unlink(os.path.join(sb.ssh, "id_rsa"))
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
-    shutil.copy(key + ".pub", os.path.join(sb.ssh, "authorized_keys"))
+    sb.use_real_keypair()
     env = sb.env(master_cpu="1", worker_cpu="1", replicas="1", mpi_host="127.0.0.2")
     for k in ("GJ_NO_WAIT", "GJ_NO_SSHD", "GJ_SSHD", "GJ_MPIEXEC"):
         env.pop(k)
