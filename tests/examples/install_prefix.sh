@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# install_prefix.sh BUILD_DIR WORK_DIR: what a user does with a release. Installs the
+# build into WORK_DIR/prefix, then configures and builds examples/cpp-train OUT OF TREE against
+# that prefix only (find_package(gj) through CMAKE_PREFIX_PATH) into WORK_DIR/cpp-train.
+set -euo pipefail
+build=$1 work=$2
+rm -rf "$work"
+mkdir -p "$work"
+cmake --install "$build" --prefix "$work/prefix"
+for f in bin/gj-mpirun lib/libgj_collectives.so lib/libgj_collectives.a include/gj/collectives.h \
+         include/gj/collectives.hpp lib/cmake/gj/gjConfig.cmake lib/cmake/gj/gjConfigVersion.cmake \
+         lib/pkgconfig/gj-collectives.pc share/gj/python/gj_collectives.py \
+         share/gj/examples/python/train.py share/gj/examples/cpp-train/CMakeLists.txt; do
+  [ -e "$work/prefix/$f" ] || { echo "install_prefix.sh: FAIL: $work/prefix/$f not installed" >&2; exit 1; }
+done
+# The installed copy of the example, so the test also proves the installed sources build.
+cmake -S "$work/prefix/share/gj/examples/cpp-train" -B "$work/cpp-train" \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release
+cmake --build "$work/cpp-train" -j2
+echo "install_prefix.sh: ok: $work/prefix, $work/cpp-train/train"
