@@ -128,7 +128,14 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
     spdlog::info("waiting up to {} s for sshd on {} host(s)", s.ready_timeout_s, plan.wait_for.size());
     const ReadinessReport report =
         wait_until_ready(plan.wait_for, ro, [](const std::string& line) { spdlog::info("{}", line); });
-    if (!report.all_ready) throw AgentError{exit_code::kWorkersUnreachable, unreachable_message(report, s.ready_timeout_s)};
+    if (!report.all_ready) {
+      // The exit message (and the termination log) lists at most 16 hosts; the log names every
+      // one, so a job of thousands of hosts still shows each host that failed and why.
+      for (const auto& h : report.hosts) {
+        if (h.state != HostState::Ready) spdlog::warn("not ready: {}: {} after {} probe(s)", h.host, h.detail, h.attempts);
+      }
+      throw AgentError{exit_code::kWorkersUnreachable, unreachable_message(report, s.ready_timeout_s)};
+    }
     spdlog::info("all {} host(s) ready after {} ms", report.hosts.size(), report.elapsed.count());
   }
 

@@ -481,6 +481,8 @@ def test_gate_unreachable(sb):
     err = [l for l in r.stderr.splitlines() if " error]" in l]
     check(len(err) == 1 and "workers not reachable after 2 s" in err[0] and "localhost" in err[0]
           and "refused" in err[0], f"error line {err}")
+    per_host = [l for l in r.stderr.splitlines() if "not ready: localhost: connection refused" in l]
+    check(len(per_host) == 1, f"one log line per unready host naming it and why: {r.stderr}")
     check(sb.recorded("mpiexec") is None, "mpiexec started although a worker was not ready")
 
 
