@@ -3,6 +3,9 @@
 // checking and naming every system call in their errors.
 #pragma once
 
+#include <chrono>
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +21,11 @@ struct SshdSetup {
   // Written into the generated sshd_config as SetEnv so every ssh session (every MPI rank on
   // this node) sees this pod's own values. Already filtered and ordered by the caller.
   std::vector<std::pair<std::string, std::string>> session_env;
+  // Added by gj_agent_sys (defaults are what the platform's images need):
+  std::string privsep_dir = "/run/sshd";   // sshd's privilege separation dir, created 0755 when missing
+  std::string ssh_keygen = "ssh-keygen";   // GJ_SSH_KEYGEN: resolved through PATH
+  std::vector<std::string> listen_addresses{"0.0.0.0", "::"};
+  std::chrono::milliseconds listen_timeout{std::chrono::seconds(10)};  // master: wait for listen
 };
 
 // Thrown by everything below; exit_code is the documented gj-mpirun exit code for the class.
@@ -49,5 +57,59 @@ int run_job(const std::vector<std::string>& argv, bool supervise);
 // Writes one line to /dev/termination-log when that file exists (Kubernetes shows it in the
 // pod status). Best effort.
 void write_termination_message(const std::string& line);
+
+// ---- Added by gj_agent_sys -------------------------------------------------------------------
+
+// Same as write_termination_message, to an explicit path (tests).
+void write_termination_message_to(const std::string& path, const std::string& line);
+
+// Where non-fatal warnings of this library go (skipped session variables, a locked root
+// account, ...). Default: one line on stderr. The agent routes them into its logger.
+using WarningSink = std::function<void(const std::string&)>;
+void set_warning_sink(WarningSink sink);
+
+// Resolves a command name the way the shell does: a name with '/' is taken as is, otherwise
+// searched in path_env (":"-separated; empty entries mean "."). Throws LaunchError 127 (not
+// found) or 126 (found but not an executable regular file), naming what was tried.
+std::string resolve_executable(const std::string& name, const std::string& path_env);
+
+// A child started by spawn_process. output_fd (when capture_output) carries its stdout+stderr;
+// the caller reads it to EOF and closes it.
+struct ChildProcess {
+  int pid = -1;
+  int output_fd = -1;
+};
+
+struct SpawnOptions {
+  bool new_process_group = false;  // child calls setpgid(0, 0)
+  bool capture_output = false;     // stdout+stderr into a pipe (ChildProcess::output_fd, O_NONBLOCK)
+  bool stdin_devnull = true;       // never let a child read our stdin (ssh would)
+};
+
+// fork + exec of argv (argv[0] resolved through $PATH). Exec failures in the child are reported
+// back through a close-on-exec pipe and thrown here as LaunchError 126/127, so the caller
+// never sees a "successful" spawn of something that could not run.
+ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOptions& options);
+
+// waitpid(pid, WNOHANG): nullopt while running, else the shell-style status (code or 128+N).
+std::optional<int> poll_exit(int pid);
+// Blocking waitpid; shell-style status.
+int wait_exit(int pid);
+// Converts a waitpid status to the shell convention (code, or 128+N when killed by N).
+int shell_status(int wait_status);
+
+// Result of run_and_capture: shell-style status plus everything the child wrote.
+struct CaptureResult {
+  int status = 0;
+  std::string output;
+};
+// Runs argv to completion (stdin /dev/null), output capped at max_bytes (rest discarded).
+CaptureResult run_and_capture(const std::vector<std::string>& argv, std::size_t max_bytes = 1 << 20);
+
+// Background processes we started and must not leave behind (the master's sshd). run_job's
+// supervise mode terminates them after the job has exited; terminate_owned_processes() does it
+// explicitly (SIGTERM, then SIGKILL after grace).
+void terminate_owned_processes(std::chrono::milliseconds grace = std::chrono::seconds(2));
+std::vector<int> owned_process_ids();
 
 }  // namespace gj

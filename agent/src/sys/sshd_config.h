@@ -1,0 +1,39 @@
+// Pure rendering of the hardened sshd_config gj-mpirun runs sshd with. No I/O here.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gj {
+
+struct SshdConfigSpec {
+  int port = 22;
+  std::vector<std::string> listen_addresses{"0.0.0.0", "::"};
+  std::vector<std::string> host_keys;  // absolute paths (private keys)
+  std::string authorized_keys_file;    // absolute path
+  std::string pid_file;                // absolute path
+  std::vector<std::pair<std::string, std::string>> session_env;  // written as SetEnv, in order
+};
+
+struct RenderedSshdConfig {
+  std::string text;
+  std::vector<std::string> warnings;  // one per variable left out (names only, never values)
+};
+
+// Why NAME=VALUE cannot be written as one SetEnv argument that sshd parses back to exactly
+// NAME=VALUE; nullopt when it can.
+std::optional<std::string> setenv_unexpressible_reason(const std::string& name, const std::string& value);
+
+// The quoted SetEnv argument for NAME=VALUE ("NAME=VALUE" with \ and " escaped), as OpenSSH's
+// argv_split() reads it back. Precondition: setenv_unexpressible_reason() is nullopt.
+std::string setenv_argument(const std::string& name, const std::string& value);
+
+// A path we put in sshd_config unquoted: absolute, and only [A-Za-z0-9._/+@,=-] (no spaces,
+// quotes or sshd % tokens).
+bool is_plain_config_path(const std::string& path);
+
+RenderedSshdConfig render_sshd_config(const SshdConfigSpec& spec);
+
+}  // namespace gj

@@ -1,0 +1,201 @@
+// Preparing and starting sshd for MPI: state dir, host keys, authorized_keys, sshd_config.
+// Processes are started through launch.cpp (spawn_process/run_job), never here.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "../exit_codes.h"
+#include "internal.h"
+#include "launch.h"
+#include "private_files.h"
+#include "sshd_config.h"
+
+namespace gj {
+namespace {
+
+[[noreturn]] void fail(int code, const std::string& message) { throw LaunchError{code, message}; }
+
+std::string path_env() {
+  const char* p = std::getenv("PATH");
+  return (p != nullptr && *p != '\0') ? p : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+}
+
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+  auto nl = t.find_last_of('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+void check_sshd(const SshdSetup& setup) {
+  try {
+    resolve_executable(setup.sshd_path, path_env());
+  } catch (const LaunchError& e) {
+    fail(e.exit_code, "sshd: " + e.message + "; install openssh-server in the image or set GJ_SSHD");
+  }
+}
+
+std::string host_key_path(const SshdSetup& s) { return s.state_dir + "/ssh_host_ed25519_key"; }
+
+// ed25519 only: generation takes milliseconds and every OpenSSH client since 6.5 accepts it.
+void ensure_host_key(const SshdSetup& setup) {
+  const std::string key = host_key_path(setup);
+  if (is_regular_file(key) && is_regular_file(key + ".pub")) return;  // this pod's key, from an earlier start
+  ::unlink(key.c_str());
+  ::unlink((key + ".pub").c_str());
+  std::string keygen;
+  try {
+    keygen = resolve_executable(setup.ssh_keygen, path_env());
+  } catch (const LaunchError& e) {
+    fail(exit_code::kNotFound, "ssh-keygen (for sshd host keys): " + e.message +
+                                   "; install openssh-client in the image or set GJ_SSH_KEYGEN");
+  }
+  CaptureResult r = run_and_capture({keygen, "-q", "-t", "ed25519", "-N", "", "-C", "gj-mpirun host key", "-f", key});
+  if (r.status != 0)
+    fail(exit_code::kSetupFailed, keygen + " -t ed25519 -f " + key + " failed with status " + std::to_string(r.status) +
+                                      ": " + last_line(r.output));
+}
+
+// The full preparation both roles share; returns the sshd_config path.
+std::string prepare_sshd(const SshdSetup& setup) {
+  check_sshd(setup);
+  if (setup.port < 1 || setup.port > 65535)
+    fail(exit_code::kBadEnvironment, "GJ_SSH_PORT=" + std::to_string(setup.port) + " is not a TCP port (1-65535)");
+  if (!is_plain_config_path(setup.state_dir))
+    fail(exit_code::kBadEnvironment, "GJ_STATE_DIR=" + setup.state_dir +
+                                         " must be an absolute path of letters, digits and ._/+@,=- only (it is written into sshd_config)");
+  ensure_private_dir(setup.state_dir, "GJ_STATE_DIR");
+  ensure_privsep_dir(setup.privsep_dir);
+  ensure_host_key(setup);
+  copy_private_file(setup.ssh_dir + "/authorized_keys", setup.state_dir + "/authorized_keys");
+
+  SshdConfigSpec spec;
+  spec.port = setup.port;
+  spec.listen_addresses = setup.listen_addresses;
+  spec.host_keys = {host_key_path(setup)};
+  spec.authorized_keys_file = setup.state_dir + "/authorized_keys";
+  spec.pid_file = setup.state_dir + "/sshd.pid";
+  spec.session_env = setup.session_env;
+  RenderedSshdConfig cfg = render_sshd_config(spec);
+  for (const auto& w : cfg.warnings) warn(w);
+  const std::string path = setup.state_dir + "/sshd_config";
+  write_private_file(path, cfg.text, 0600);
+
+  // sshd -t reports a bad configuration (or an unusable host key) as one clear line now,
+  // instead of a crash loop of the pod later.
+  CaptureResult t = run_and_capture({setup.sshd_path, "-t", "-f", path});
+  if (t.status != 0)
+    fail(exit_code::kSetupFailed, setup.sshd_path + " -t -f " + path + " rejected the generated configuration: " +
+                                      last_line(t.output));
+  return path;
+}
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+bool local_port_accepts(const SshdSetup& setup) {
+  bool v4 = setup.listen_addresses.empty() ||
+            std::any_of(setup.listen_addresses.begin(), setup.listen_addresses.end(),
+                        [](const std::string& a) { return a == "0.0.0.0" || a == "127.0.0.1"; });
+  int fd = ::socket(v4 ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  int rc;
+  if (v4) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(setup.port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  } else {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(static_cast<uint16_t>(setup.port));
+    a.sin6_addr = in6addr_loopback;
+    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  ::close(fd);
+  return rc == 0;
+}
+
+}  // namespace
+
+void exec_worker_sshd(const SshdSetup& setup) {
+  const std::string config = prepare_sshd(setup);
+  // -D: stay in the foreground as the pod's main process (sshd reaps its sessions' orphans);
+  // -e: log to stderr, i.e. to the pod log.
+  run_job({setup.sshd_path, "-D", "-e", "-f", config}, false);
+  fail(exit_code::kInternal, "exec " + setup.sshd_path + " returned");  // run_job(.., false) never returns
+}
+
+void start_background_sshd(const SshdSetup& setup) {
+  const std::string config = prepare_sshd(setup);
+  const std::string pid_file = setup.state_dir + "/sshd.pid";
+  ::unlink(pid_file.c_str());
+  SpawnOptions opt;
+  opt.new_process_group = true;  // signals for the job's group do not hit it; we stop it ourselves
+  ChildProcess sshd = spawn_process({setup.sshd_path, "-D", "-e", "-f", config}, opt);
+  register_owned_process(sshd.pid);
+
+  // sshd writes its PidFile after binding its listen sockets; checking the file as well as a
+  // connection tells our sshd apart from another process already using the port.
+  const auto deadline = std::chrono::steady_clock::now() + setup.listen_timeout;
+  const std::string want = std::to_string(sshd.pid);
+  for (;;) {
+    if (auto status = poll_exit(sshd.pid))
+      fail(exit_code::kSetupFailed, setup.sshd_path + " (background, port " + std::to_string(setup.port) +
+                                        ") exited with status " + std::to_string(*status) +
+                                        " before listening; its log is above (port in use?)");
+    if (read_first_line(pid_file) == want && local_port_accepts(setup)) return;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      terminate_owned_processes(std::chrono::milliseconds(500));
+      fail(exit_code::kSetupFailed, setup.sshd_path + " did not listen on port " + std::to_string(setup.port) + " within " +
+                                        std::to_string(setup.listen_timeout.count()) + " ms; its log is above");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+std::vector<std::string> prepare_client_keys(const SshdSetup& setup) {
+  ensure_private_dir(setup.state_dir, "GJ_STATE_DIR");
+  const std::string dir = setup.state_dir + "/ssh";
+  ensure_private_dir(dir, "GJ_STATE_DIR/ssh");
+  DIR* d = ::opendir(setup.ssh_dir.c_str());
+  if (d == nullptr)
+    fail(exit_code::kSetupFailed, "opendir " + setup.ssh_dir + " (GJ_SSH_DIR) failed: " + std::strerror(errno) +
+                                      "; mount the job's ssh secret there or set GJ_SSH_DIR");
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> keys;
+  for (const auto& n : names) {
+    bool is_key = n.rfind("id_", 0) == 0 && !(n.size() > 4 && n.compare(n.size() - 4, 4, ".pub") == 0);
+    bool is_extra = n == "config" || n == "known_hosts";
+    if (!is_key && !is_extra) continue;
+    const std::string src = setup.ssh_dir + "/" + n;
+    struct stat st{};
+    if (::stat(src.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // ..data and friends
+    copy_private_file(src, dir + "/" + n);
+    if (is_key) keys.push_back(dir + "/" + n);
+  }
+  if (keys.empty())
+    fail(exit_code::kSetupFailed, "no private key (id_*) in " + setup.ssh_dir +
+                                      " (GJ_SSH_DIR); mount the job's ssh secret (Volcano ssh plugin) there");
+  return keys;
+}
+
+}  // namespace gj
