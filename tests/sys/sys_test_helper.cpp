@@ -8,6 +8,10 @@
 //                        5 when it was not reparented to our parent (no subreaper)
 //   supervise ARGV...    gj::run_job(ARGV, true); exit with its result (LaunchError: message, code)
 //   exec ARGV...         gj::run_job(ARGV, false)
+//   worker-sshd STATE SSHDIR PORT
+//                        gj::exec_worker_sshd on 127.0.0.1:PORT (GJ_TEST_VALUE passed as SetEnv)
+//   master STATE SSHDIR PORT ARGV...
+//                        gj::start_background_sshd, then gj::run_job(ARGV, true)
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,6 +85,16 @@ int orphan_mode() {
 
 std::vector<std::string> rest(int argc, char** argv, int from) { return {argv + from, argv + argc}; }
 
+gj::SshdSetup sshd_setup(char** argv) {
+  gj::SshdSetup s;
+  s.state_dir = argv[2];
+  s.ssh_dir = argv[3];
+  s.port = std::atoi(argv[4]);
+  s.listen_addresses = {"127.0.0.1"};
+  s.session_env = {{"GJ_TEST_VALUE", "from-helper"}};
+  return s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,13 +112,17 @@ int main(int argc, char** argv) {
     return group_mode();
   }
   if (mode == "orphan") return orphan_mode();
-  if (mode == "supervise" || mode == "exec") {
-    try {
-      return gj::run_job(rest(argc, argv, 2), mode == "supervise");
-    } catch (const gj::LaunchError& e) {
-      std::fprintf(stderr, "%s\n", e.message.c_str());
-      return e.exit_code;
+  try {
+    if (mode == "supervise" || mode == "exec") return gj::run_job(rest(argc, argv, 2), mode == "supervise");
+    if (mode == "worker-sshd" && argc == 5) gj::exec_worker_sshd(sshd_setup(argv));
+    if (mode == "master" && argc > 5) {
+      gj::start_background_sshd(sshd_setup(argv));
+      std::fprintf(stderr, "background sshd pid %d\n", gj::owned_process_ids().at(0));
+      return gj::run_job(rest(argc, argv, 5), true);
     }
+  } catch (const gj::LaunchError& e) {
+    std::fprintf(stderr, "%s\n", e.message.c_str());
+    return e.exit_code;
   }
   return 2;
 }

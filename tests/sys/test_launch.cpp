@@ -47,7 +47,7 @@ void write_file(const std::string& path, const std::string& text, mode_t mode) {
 
 }  // namespace
 
-TEST_CASE("supervised job: exit status is the child's code, or 128+N when killed by N") {
+TEST_CASE("supervised job: exit status is the child's code - or 128+N when killed by N") {
   struct Row {
     std::vector<std::string> child;
     int expected;
@@ -67,7 +67,7 @@ TEST_CASE("exec mode: the process becomes the job") {
   CHECK(gj::run_and_capture(helper({"exec", kHelper, "signal", std::to_string(SIGTERM)})).status == 128 + SIGTERM);
 }
 
-TEST_CASE("exec failures: 127 when not found, 126 when not executable, message names the path") {
+TEST_CASE("exec failures: 127 when not found - 126 when not executable - message names the path") {
   TempDir dir;
   write_file(dir / "plain.sh", "#!/bin/sh\nexit 0\n", 0644);
   write_file(dir / "no-interpreter.sh", "#!/nonexistent/interpreter\n", 0755);
@@ -174,7 +174,7 @@ TEST_CASE("spawn_process: stdin is /dev/null by default and the process group is
   CHECK(std::stoi(out) == c.pid);  // `cat` saw EOF at once; pgid == pid
 }
 
-TEST_CASE("write_termination_message: one line, only when the file exists") {
+TEST_CASE("write_termination_message: one line - only when the file exists") {
   TempDir dir;
   const std::string log = dir / "termination-log";
   gj::write_termination_message_to(log, "not created");

@@ -28,12 +28,27 @@ struct ReadinessOptions {
   // When non-empty, after TCP succeeds run argv = ssh_login_prefix + {host, "true"} and
   // require exit 0 (e.g. {"ssh","-o","BatchMode=yes",...}). Empty = TCP check only.
   std::vector<std::string> ssh_login_prefix;
+
+  // Added by gj_agent_sys (defaults suit a Kubernetes pod; tests inject the rest):
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(2)};  // one TCP attempt
+  // Retry cap while a host refuses connections: its pod is up and sshd is about to listen, and
+  // a refusal costs one RST, so it is retried often (this bounds listen -> ready latency).
+  std::chrono::milliseconds refused_backoff_cap{100};
+  std::chrono::milliseconds login_timeout{std::chrono::seconds(30)};  // one ssh login check
+  int max_parallel_logins = 16;                                       // ssh checks at a time
+  std::string hosts_file = "/etc/hosts";
+  std::string resolv_conf = "/etc/resolv.conf";
+  int dns_port = 53;
+  std::chrono::milliseconds dns_timeout{1000};  // per nameserver and name
 };
 
 struct HostStatus {
   std::string host;
   HostState state = HostState::Pending;
   std::string detail;  // last reason, e.g. "connection refused (10.0.0.3:22)"
+  // Added by gj_agent_sys:
+  int attempts = 0;                                 // probes started
+  std::chrono::steady_clock::time_point ready_at{};  // when it became Ready (latency measurements)
 };
 
 struct ReadinessReport {
@@ -41,6 +56,10 @@ struct ReadinessReport {
   std::vector<HostStatus> hosts;  // same order as the input
   std::chrono::milliseconds elapsed{0};
 };
+
+// One progress line: "2/3 hosts ready; waiting for h: reason, ..." (at most `max_listed` hosts
+// named, then "and N more"). Pure.
+std::string readiness_summary(const std::vector<HostStatus>& hosts, std::size_t max_listed = 3);
 
 // Probes all hosts concurrently (one event loop, no thread per host) until every host is
 // Ready or the deadline passes. progress() is called every progress_interval with a one-line

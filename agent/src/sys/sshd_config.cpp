@@ -14,12 +14,12 @@ std::optional<std::string> setenv_unexpressible_reason(const std::string& name, 
   if (name.empty() || !is_name_start(name[0])) return "name is not a shell identifier";
   for (char c : name)
     if (!is_name_char(c)) return "name is not a shell identifier";
-  // sshd_config is line based: a newline cannot be quoted, and other control characters
-  // (tabs included) do not survive its whitespace handling reliably.
+  // sshd_config is line based: a line break cannot be quoted. Other control characters are
+  // refused too (a tab inside quotes survives, tested against OpenSSH 9.2; the rest is untested).
   for (char c : value) {
     auto u = static_cast<unsigned char>(c);
     if (c == '\n' || c == '\r') return "value contains a line break (cannot be written to sshd_config)";
-    if (u < 0x20 || u == 0x7f) return "value contains a control character (cannot be written to sshd_config)";
+    if ((u < 0x20 && c != '\t') || u == 0x7f) return "value contains a control character (cannot be written to sshd_config)";
   }
   return std::nullopt;
 }
@@ -82,14 +82,17 @@ RenderedSshdConfig render_sshd_config(const SshdConfigSpec& spec) {
       "MaxStartups 200:30:1000\n"
       "MaxSessions 100\n"
       "Subsystem sftp internal-sftp\n";
-  if (!spec.session_env.empty()) t += "# This pod's environment for every ssh session (every MPI rank on this node).\n";
+  // One SetEnv line for all variables: sshd honours only the first SetEnv line it reads
+  // (servconf.c keeps the first value of each keyword; verified with OpenSSH 9.2).
+  std::string setenv;
   for (const auto& [name, value] : spec.session_env) {
     if (auto why = setenv_unexpressible_reason(name, value)) {
       r.warnings.push_back(name + " not passed to ssh sessions: " + *why);
       continue;
     }
-    t += "SetEnv " + setenv_argument(name, value) + "\n";
+    setenv += " " + setenv_argument(name, value);
   }
+  if (!setenv.empty()) t += "# This pod's environment for every ssh session (every MPI rank on this node).\nSetEnv" + setenv + "\n";
   return r;
 }
 

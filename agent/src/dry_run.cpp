@@ -1,0 +1,162 @@
+#include "dry_run.h"
+
+#include <cstdio>
+
+#include "env_forwarding.h"
+
+namespace gj {
+namespace {
+
+bool safe_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::string("_@%+=:,./-").find(c) != std::string::npos;
+}
+
+// "NAME=VALUE" with a secret-looking NAME -> "NAME=<redacted>"; other words unchanged.
+std::string redact_assignment(const std::string& word) {
+  const auto eq = word.find('=');
+  if (eq == std::string::npos || eq == 0) return word;
+  const std::string name = word.substr(0, eq);
+  return is_secret_name(name) ? display_assignment(name, word.substr(eq + 1)) : word;
+}
+
+std::string json_array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i != 0) out += ',';
+    out += json_string(items[i]);
+  }
+  return out + "]";
+}
+
+std::string env_prefix(const MpiexecCommand& cmd) {
+  std::string out;
+  for (const auto& [name, value] : cmd.env) out += shell_quote(display_assignment(name, value)) + " ";
+  return out;
+}
+
+}  // namespace
+
+std::string shell_quote(const std::string& word) {
+  if (!word.empty()) {
+    bool safe = true;
+    for (char c : word) safe = safe && safe_char(c);
+    if (safe) return word;
+  }
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+std::string shell_join(const std::vector<std::string>& argv) {
+  std::string out;
+  out.reserve(argv.size() * 16);
+  for (const auto& w : argv) {
+    if (!out.empty()) out += ' ';
+    out += shell_quote(w);
+  }
+  return out;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  out.reserve(s.size() + 2);
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::vector<std::string> redacted_argv(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  out.reserve(argv.size());
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    // hydra: -genv NAME VALUE
+    if (argv[i] == "-genv" && i + 2 < argv.size()) {
+      out.push_back(argv[i]);
+      out.push_back(argv[i + 1]);
+      out.push_back(is_secret_name(argv[i + 1]) ? "<redacted>" : argv[i + 2]);
+      i += 2;
+      continue;
+    }
+    out.push_back(redact_assignment(argv[i]));
+  }
+  return out;
+}
+
+std::string master_dry_run_text(const MasterDryRun& d) {
+  std::string out;
+  out += "MPI_HOSTS=" + hosts_argument(d.plan.hosts) + "\n";
+  out += "MPI_NP=" + std::to_string(d.plan.np) + "\n";
+  out += "# layout: " + std::string(to_string(d.plan.layout)) + "\n";
+  out += "# mpi: " + std::string(to_string(d.flavour)) + " (" + d.flavour_source + ")\n";
+  if (d.command.hostfile) {
+    out += "# hosts: hostfile " + d.command.hostfile->path + " (" + std::to_string(d.plan.hosts.size()) +
+           " hosts), written before mpiexec starts\n";
+  } else {
+    out += "# hosts: on the command line\n";
+  }
+  if (d.keys_at_run_time) out += "# ssh: -i <copied key> is added for each client key found at run time\n";
+  for (const auto& w : d.plan.warnings) out += "# warning: " + w + "\n";
+  out += env_prefix(d.command) + shell_join(redacted_argv(d.command.argv)) + "\n";
+  return out;
+}
+
+std::string master_dry_run_json(const MasterDryRun& d) {
+  std::string out = "{\"role\":\"master\"";
+  out += ",\"layout\":" + json_string(to_string(d.plan.layout));
+  out += ",\"mpi\":" + json_string(to_string(d.flavour));
+  out += ",\"hosts\":[";
+  for (std::size_t i = 0; i < d.plan.hosts.size(); ++i) {
+    if (i != 0) out += ',';
+    out += "{\"host\":" + json_string(d.plan.hosts[i].host) + ",\"slots\":" + std::to_string(d.plan.hosts[i].slots) + "}";
+  }
+  out += "],\"np\":" + std::to_string(d.plan.np);
+  out += ",\"argv\":" + json_array(redacted_argv(d.command.argv));
+  out += ",\"env\":{";
+  for (std::size_t i = 0; i < d.command.env.size(); ++i) {
+    const auto& [name, value] = d.command.env[i];
+    if (i != 0) out += ',';
+    out += json_string(name) + ":" + json_string(is_secret_name(name) ? "<redacted>" : value);
+  }
+  out += "},\"hostfile\":";
+  out += d.command.hostfile ? json_string(d.command.hostfile->path) : "null";
+  out += ",\"wait_for\":" + json_array(d.plan.wait_for);
+  std::vector<std::string> exported;
+  for (const auto& v : d.plan.exports) exported.push_back(v.name);
+  out += ",\"exports\":" + json_array(exported);
+  out += ",\"warnings\":" + json_array(d.plan.warnings);
+  return out + "}\n";
+}
+
+std::string worker_dry_run_text(const SshdSetup& setup) {
+  std::string out = "# worker: prepares " + setup.state_dir + " (host keys, sshd_config with " +
+                    std::to_string(setup.session_env.size()) + " session variables), then execs:\n";
+  return out + shell_join(worker_sshd_argv(setup)) + "\n";
+}
+
+std::string worker_dry_run_json(const SshdSetup& setup) {
+  std::vector<std::string> names;
+  for (const auto& kv : setup.session_env) names.push_back(kv.first);
+  return "{\"role\":\"worker\",\"argv\":" + json_array(worker_sshd_argv(setup)) +
+         ",\"port\":" + std::to_string(setup.port) + ",\"session_env\":" + json_array(names) + "}\n";
+}
+
+}  // namespace gj

@@ -1,0 +1,115 @@
+#include "env_forwarding.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "agent_error.h"
+#include "exit_codes.h"
+
+namespace gj {
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])) != 0) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](unsigned char c) { return std::isalnum(c) != 0 || c == '_'; });
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return s;
+}
+
+void add(std::vector<ForwardedVar>& vars, ForwardedVar v) {
+  const auto it = std::find_if(vars.begin(), vars.end(), [&](const ForwardedVar& x) { return x.name == v.name; });
+  if (it != vars.end()) {
+    *it = std::move(v);  // an explicit request overrides the default entry
+  } else {
+    vars.push_back(std::move(v));
+  }
+}
+
+// Expands one request; returns false when nothing on the master matched it.
+bool expand(const EnvMap& env, const std::string& request, std::vector<ForwardedVar>& out) {
+  const std::string origin = "--export/GJ_EXPORT entry \"" + request + "\"";
+  const auto eq = request.find('=');
+  if (eq != std::string::npos) {
+    const std::string name = request.substr(0, eq);
+    if (!is_identifier(name))
+      throw AgentError{exit_code::kBadEnvironment, origin + " has an invalid name; use NAME, NAME=VALUE or PREFIX*"};
+    add(out, ForwardedVar{name, request.substr(eq + 1)});
+    return true;
+  }
+  if (!request.empty() && request.back() == '*') {
+    const std::string prefix = request.substr(0, request.size() - 1);
+    if (!prefix.empty() && !is_identifier(prefix))
+      throw AgentError{exit_code::kBadEnvironment, origin + " is not a valid prefix pattern; use PREFIX*"};
+    bool any = false;
+    for (auto it = env.lower_bound(prefix); it != env.end() && starts_with(it->first, prefix); ++it) {
+      add(out, ForwardedVar{it->first, std::nullopt});
+      any = true;
+    }
+    return any;
+  }
+  if (!is_identifier(request))
+    throw AgentError{exit_code::kBadEnvironment, origin + " is not a variable name; use NAME, NAME=VALUE or PREFIX*"};
+  if (env.count(request) == 0) return false;
+  add(out, ForwardedVar{request, std::nullopt});
+  return true;
+}
+
+}  // namespace
+
+const std::vector<std::string>& default_exports() {
+  // Job-wide knobs that must agree on every rank (NCCL_ALGO/PROTO mismatches hang
+  // collectives) or that users set once expecting every rank to see them. Per-node settings
+  // (NCCL_IB_*, NCCL_SOCKET_IFNAME, CUDA_VISIBLE_DEVICES, PATH, LD_LIBRARY_PATH) are NOT
+  // here: each worker's sshd session already carries that node's own values, and the
+  // master's would overwrite them.
+  static const std::vector<std::string> kDefaults = {
+      "OMP_NUM_THREADS", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONFAULTHANDLER",
+      "NCCL_DEBUG",      "NCCL_DEBUG_SUBSYS", "NCCL_ALGO",     "NCCL_PROTO",
+      "TORCH_DISTRIBUTED_DEBUG", "HOROVOD_*",
+  };
+  return kDefaults;
+}
+
+bool is_secret_name(const std::string& name) {
+  const std::string u = upper(name);
+  for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"})
+    if (u.find(word) != std::string::npos) return true;
+  return false;
+}
+
+std::string display_assignment(const std::string& name, const std::string& value) {
+  return name + "=" + (is_secret_name(name) ? std::string("<redacted>") : value);
+}
+
+ExportSelection select_exports(const EnvMap& env, const std::vector<std::string>& requests, bool with_defaults) {
+  ExportSelection sel;
+  if (with_defaults)
+    for (const auto& d : default_exports()) expand(env, d, sel.vars);
+  for (const auto& r : requests)
+    if (!expand(env, r, sel.vars))
+      sel.warnings.push_back("--export " + r + ": no such variable on the master; nothing forwarded for it");
+  return sel;
+}
+
+std::vector<std::pair<std::string, std::string>> session_env_for_sshd(const EnvMap& env) {
+  static const std::set<std::string> kPerSession = {"HOSTNAME", "PWD",     "OLDPWD", "SHLVL", "_",   "HOME",
+                                                    "USER",     "LOGNAME", "SHELL",  "TERM",  "MAIL"};
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, value] : env) {
+    if (kPerSession.count(name) != 0 || starts_with(name, "SSH_") || !is_identifier(name)) continue;
+    if (value.find_first_of("\n\"") != std::string::npos) continue;
+    out.emplace_back(name, value);
+  }
+  return out;
+}
+
+}  // namespace gj

@@ -1,0 +1,110 @@
+#include "hosts.h"
+
+#include <cctype>
+#include <unordered_map>
+
+#include "agent_error.h"
+#include "exit_codes.h"
+
+namespace gj {
+namespace {
+
+bool label_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-'; }
+
+std::string printable(char c) {
+  if (c == ' ') return "a space";
+  if (c == '\t') return "a tab";
+  if (std::isprint(static_cast<unsigned char>(c)) == 0) return "a control character";
+  return std::string("'") + c + "'";
+}
+
+// Validates and de-duplicates; names[i] is `unit` number position[i] ("entry 3", "line 3").
+// Positions stay numbers until a message needs them: 10,000-host lists are common.
+HostList validate(const std::string& origin, std::vector<std::string> names, const std::vector<std::size_t>& position,
+                  const char* unit) {
+  const auto where = [&](std::size_t i) { return std::string(unit) + " " + std::to_string(position[i]); };
+  std::unordered_map<std::string, std::size_t> seen;
+  seen.reserve(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string problem = dns_name_problem(names[i]);
+    if (!problem.empty())
+      throw AgentError{exit_code::kBadEnvironment, origin + " " + where(i) + " \"" + names[i] +
+                                                       "\" is not a valid DNS host name (" + problem +
+                                                       "); list worker host names only, without ports or slots"};
+    const auto [it, inserted] = seen.emplace(names[i], i);
+    if (!inserted)
+      throw AgentError{exit_code::kBadEnvironment, origin + " lists \"" + names[i] + "\" twice (" +
+                                                       where(it->second) + " and " + where(i) +
+                                                       "); each worker pod must appear once"};
+  }
+  return HostList{origin, std::move(names)};
+}
+
+std::string trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  const auto b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+}  // namespace
+
+std::string dns_name_problem(const std::string& name) {
+  if (name.empty()) return "empty";
+  if (name.size() > 253) return "longer than 253 characters";
+  std::size_t label_start = 0;
+  for (std::size_t i = 0; i <= name.size(); ++i) {
+    if (i == name.size() || name[i] == '.') {
+      const std::size_t len = i - label_start;
+      if (len == 0) return "empty label";
+      if (len > 63) return "a label is longer than 63 characters";
+      if (name[label_start] == '-') return "a label starts with '-'";
+      if (name[i - 1] == '-') return "a label ends with '-'";
+      label_start = i + 1;
+    } else if (i == label_start && name[i] == '-') {
+      return "a label starts with '-'";
+    } else if (!label_char(name[i])) {
+      return "contains " + printable(name[i]) + " at position " + std::to_string(i + 1);
+    }
+  }
+  return "";
+}
+
+HostList parse_host_list(const std::string& origin, const std::string& text) {
+  std::vector<std::string> names;
+  std::vector<std::size_t> where;
+  std::size_t field = 0;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    auto end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    ++field;
+    if (end > start) {
+      names.push_back(text.substr(start, end - start));
+      where.push_back(field);
+    }
+    start = end + 1;
+  }
+  return validate(origin, std::move(names), where, "entry");
+}
+
+HostList parse_hosts_file(const std::string& origin, const std::string& text) {
+  std::vector<std::string> names;
+  std::vector<std::size_t> where;
+  std::size_t line_no = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    ++line_no;
+    const std::string line = trim(text.substr(start, end - start));
+    if (!line.empty() && line[0] != '#') {
+      names.push_back(line);
+      where.push_back(line_no);
+    }
+    start = end + 1;
+  }
+  return validate(origin, std::move(names), where, "line");
+}
+
+}  // namespace gj

@@ -1,0 +1,28 @@
+// Worker host lists: MPI_HOST ("a.job,b.job", empty fields ignored) and host files
+// (/etc/volcano/worker.host: one host per line) -> validated names in their order.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gj {
+
+// Where a host list came from, for messages: "MPI_HOST" or "hosts file /etc/volcano/worker.host".
+struct HostList {
+  std::string origin;
+  std::vector<std::string> hosts;
+};
+
+// Empty when `name` is a valid DNS host name (RFC 1123 labels: letters, digits, '-', not
+// starting or ending with '-', 1..63 chars, total <= 253); otherwise why not.
+std::string dns_name_problem(const std::string& name);
+
+// Comma-separated, empty fields skipped. Throws AgentError (kBadEnvironment) for invalid or
+// duplicate names, naming the entry's position.
+HostList parse_host_list(const std::string& origin, const std::string& text);
+
+// One host per line; blank lines and lines starting with '#' skipped; surrounding blanks and
+// '\r' trimmed. Same validation as parse_host_list, naming the line.
+HostList parse_hosts_file(const std::string& origin, const std::string& text);
+
+}  // namespace gj

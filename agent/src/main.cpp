@@ -1,0 +1,67 @@
+// gj-mpirun: environment -> JobSpec -> LaunchPlan -> argv -> the one exec. This file only
+// wires the steps together and turns errors into exit codes.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "agent_error.h"
+#include "cli.h"
+#include "exit_codes.h"
+#include "job_spec.h"
+#include "logging.h"
+#include "roles.h"
+#include "sys/launch.h"
+
+extern char** environ;
+
+namespace {
+
+gj::EnvMap copy_environment() {
+  gj::EnvMap env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return env;
+}
+
+int fail(int code, const std::string& message, bool write_termination) {
+  spdlog::error("{}", message);
+  if (write_termination) gj::write_termination_message(message);
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const gj::EnvMap env = copy_environment();
+  gj::setup_logging("", "info");
+  bool dry_run = false;
+  try {
+    const gj::CommandLine cli = gj::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));
+    dry_run = cli.dry_run;
+    if (cli.action == gj::CommandLine::Action::Help) {
+      std::fputs(gj::help_text().c_str(), stdout);
+      return gj::exit_code::kOk;
+    }
+    if (cli.action == gj::CommandLine::Action::Version) {
+      std::fputs(gj::version_text().c_str(), stdout);
+      return gj::exit_code::kOk;
+    }
+    const gj::EnvMap merged = gj::apply_overrides(env, cli);
+    gj::setup_logging("", gj::parse_settings(merged).log_level);
+    const gj::JobSpec spec = gj::parse_job_spec(merged);
+    gj::setup_logging(std::string(gj::to_string(spec.role)) + "@" + (spec.pod_name.empty() ? "?" : spec.pod_name),
+                      spec.settings.log_level);
+    return spec.role == gj::Role::Worker ? gj::run_worker(spec, merged, cli) : gj::run_master(spec, merged, cli);
+  } catch (const gj::AgentError& e) {
+    return fail(e.exit_code, e.message, !dry_run);
+  } catch (const gj::LaunchError& e) {
+    return fail(e.exit_code, e.message, !dry_run);
+  } catch (const std::exception& e) {
+    return fail(gj::exit_code::kInternal, std::string("internal error: ") + e.what(), !dry_run);
+  }
+}

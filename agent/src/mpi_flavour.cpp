@@ -1,0 +1,56 @@
+#include "mpi_flavour.h"
+
+#include <cctype>
+
+namespace gj {
+namespace {
+
+// The major version right after `marker` ("(Open MPI) 5.0.3" -> 5); -1 when absent.
+int major_after(const std::string& text, const std::string& marker) {
+  const auto at = text.find(marker);
+  if (at == std::string::npos) return -1;
+  std::size_t i = at + marker.size();
+  while (i < text.size() && text[i] == ' ') ++i;
+  int major = -1;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) != 0) {
+    major = (major < 0 ? 0 : major * 10) + (text[i] - '0');
+    ++i;
+  }
+  return major;
+}
+
+}  // namespace
+
+const char* to_string(MpiFlavour f) {
+  switch (f) {
+    case MpiFlavour::OpenMpi4: return "openmpi4";
+    case MpiFlavour::OpenMpi5: return "openmpi5";
+    case MpiFlavour::Mpich: return "mpich";
+    case MpiFlavour::Intel: return "intel";
+  }
+  return "?";
+}
+
+std::optional<MpiFlavour> flavour_from_name(const std::string& name) {
+  if (name == "openmpi" || name == "openmpi4") return MpiFlavour::OpenMpi4;
+  if (name == "openmpi5") return MpiFlavour::OpenMpi5;
+  if (name == "mpich") return MpiFlavour::Mpich;
+  if (name == "intel") return MpiFlavour::Intel;
+  return std::nullopt;
+}
+
+std::optional<MpiFlavour> detect_flavour(const std::string& out) {
+  // Intel first: Intel MPI is hydra-based and its output may mention HYDRA too.
+  if (out.find("Intel(R) MPI Library") != std::string::npos) return MpiFlavour::Intel;
+  for (const char* marker : {"(Open MPI)", "(OpenRTE)"}) {
+    const int major = major_after(out, marker);
+    if (major >= 5) return MpiFlavour::OpenMpi5;
+    if (major >= 0) return MpiFlavour::OpenMpi4;
+  }
+  if (out.find("Open MPI") != std::string::npos) return MpiFlavour::OpenMpi4;
+  if (out.find("HYDRA build details") != std::string::npos || out.find("MPICH") != std::string::npos)
+    return MpiFlavour::Mpich;
+  return std::nullopt;
+}
+
+}  // namespace gj

@@ -1,0 +1,69 @@
+// Pure planning: JobSpec (+ worker hosts, command line, master env) -> what to launch.
+// Follows the platform's example script (seed 004) case by case; see plan.cpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "env_forwarding.h"
+#include "env_map.h"
+#include "hosts.h"
+#include "job_spec.h"
+#include "sys/launch.h"
+
+namespace gj {
+
+struct HostSlots {
+  std::string host;
+  std::int64_t slots = 0;
+  bool operator==(const HostSlots& o) const { return host == o.host && slots == o.slots; }
+};
+
+// The four cases of the platform example.
+enum class Layout {
+  BothCpu,      // no GPUs anywhere: master + workers, CPU limits are slots
+  BothGpu,      // GPUs on both: master + workers, GPU limits are slots
+  WorkersOnly,  // master CPU, workers GPU: ranks on workers only
+  MasterOnly,   // master GPU, workers CPU or none: ranks on the master only
+};
+const char* to_string(Layout l);
+
+// What the command line asked to run.
+struct Invocation {
+  std::string script;                    // path (main makes it absolute) or program name
+  std::vector<std::string> script_args;  // passed through unchanged
+  std::vector<std::string> mpi_args;     // user's mpiexec arguments, before the script
+};
+
+struct LaunchPlan {
+  Layout layout = Layout::BothCpu;
+  std::vector<HostSlots> hosts;        // master first (when used), then workers in order
+  std::int64_t np = 0;
+  std::vector<std::string> wait_for;   // hosts the readiness gate waits for (their sshd)
+  std::vector<std::string> command;    // what every rank runs: [python] script args...
+  std::vector<std::string> mpi_args;
+  std::vector<ForwardedVar> exports;
+  std::vector<std::string> warnings;   // logged, never fatal
+};
+
+// `MPI_HOSTS` as the platform example prints it: "h:s,h:s".
+std::string hosts_argument(const std::vector<HostSlots>& hosts);
+
+// [python, script, args...] for a .py script, else [script, args...].
+std::vector<std::string> rank_command(const Invocation& inv, const std::string& python);
+
+// workers: the parsed worker host list, nullopt when MPI_HOST is absent and no hosts file was
+// read. Throws AgentError: kBadEnvironment for inconsistent inputs, kBadPlan when the inputs
+// give no runnable job (0 slots, np <= 0).
+LaunchPlan plan_master(const JobSpec& spec, const std::optional<HostList>& workers, const Invocation& inv,
+                       const EnvMap& env);
+
+// Worker: the sshd it becomes, with this pod's environment for every ssh session.
+SshdSetup plan_worker_sshd(const AgentSettings& settings, const EnvMap& env);
+
+// The command exec_worker_sshd runs, for dry-run display: sshd -D -e -f <state_dir>/sshd_config.
+std::vector<std::string> worker_sshd_argv(const SshdSetup& setup);
+
+}  // namespace gj

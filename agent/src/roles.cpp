@@ -1,0 +1,162 @@
+#include "roles.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "agent_error.h"
+#include "dry_run.h"
+#include "exit_codes.h"
+#include "hosts.h"
+#include "local_files.h"
+#include "mpiexec_argv.h"
+#include "plan.h"
+#include "sys/launch.h"
+#include "sys/readiness.h"
+
+namespace gj {
+namespace {
+
+constexpr const char* kVolcanoWorkerHosts = "/etc/volcano/worker.host";
+
+// --hosts-file, else MPI_HOST, else Volcano's svc plugin file; nullopt when none exists.
+std::optional<HostList> worker_hosts(const JobSpec& spec) {
+  const std::string& file = spec.settings.hosts_file;
+  if (!file.empty()) {
+    const auto text = read_text_file(file, "--hosts-file/GJ_HOSTS_FILE");
+    if (!text)
+      throw AgentError{exit_code::kBadEnvironment,
+                       "--hosts-file/GJ_HOSTS_FILE=\"" + file + "\" does not exist; point it at the worker host file"};
+    return parse_hosts_file("hosts file " + file, *text);
+  }
+  if (spec.mpi_host) return parse_host_list("MPI_HOST", *spec.mpi_host);
+  if (const auto text = read_text_file(kVolcanoWorkerHosts, "worker host file"))
+    return parse_hosts_file(std::string("hosts file ") + kVolcanoWorkerHosts, *text);
+  return std::nullopt;
+}
+
+struct Flavour {
+  MpiFlavour flavour;
+  std::string source;
+};
+
+Flavour choose_flavour(const AgentSettings& s, bool dry_run) {
+  if (s.mpi) return {*s.mpi, "from --mpi/GJ_MPI"};
+  std::string out;
+  try {
+    out = capture_output({s.mpiexec, "--version"});
+  } catch (const LaunchError& e) {
+    if (!dry_run) throw;
+    spdlog::warn("`{} --version` failed ({}); the dry run assumes Open MPI 4", s.mpiexec, e.message);
+    return {MpiFlavour::OpenMpi4, "assumed: `mpiexec --version` failed"};
+  }
+  if (const auto f = detect_flavour(out)) return {*f, "detected from `" + s.mpiexec + " --version`"};
+  const std::string first_line = out.substr(0, out.find('\n'));
+  throw AgentError{exit_code::kBadEnvironment, "cannot tell the MPI flavour from `" + s.mpiexec + " --version` (\"" +
+                                                   first_line + "\"); pass --mpi=openmpi|openmpi5|mpich|intel"};
+}
+
+std::string unreachable_message(const ReadinessReport& r, std::int64_t timeout_s) {
+  std::size_t ready = 0;
+  std::string missing;
+  std::size_t listed = 0;
+  for (const auto& h : r.hosts) {
+    if (h.state == HostState::Ready) {
+      ++ready;
+      continue;
+    }
+    if (listed++ < 16) missing += (missing.empty() ? "" : ", ") + h.host + " (" + to_string(h.state) +
+                                  (h.detail.empty() ? "" : ": " + h.detail) + ")";
+  }
+  if (listed > 16) missing += ", and " + std::to_string(listed - 16) + " more";
+  return "workers not reachable after " + std::to_string(timeout_s) + " s: " + std::to_string(ready) + "/" +
+         std::to_string(r.hosts.size()) + " hosts ready; not ready: " + missing +
+         "; check that the worker pods run gj-mpirun and that the headless service exists, or raise "
+         "--ready-timeout";
+}
+
+bool should_supervise(Supervise s) {
+  if (s == Supervise::On) return true;
+  if (s == Supervise::Off) return false;
+  return getpid() == 1;  // PID 1 must reap zombies and forward signals; otherwise exec is simpler
+}
+
+}  // namespace
+
+int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
+  const AgentSettings& s = spec.settings;
+  if (!cli.has_script)
+    throw AgentError{exit_code::kUsage, "the master needs the training script: gj-mpirun [options] <script> [args]"};
+  Invocation inv = cli.invocation;
+  inv.script = resolve_script(inv.script, env);
+  LaunchPlan plan = plan_master(spec, worker_hosts(spec), inv, env);
+  if (plan.command.front() == s.python) require_program(s.python, "--python/GJ_PYTHON", env);
+  for (const auto& w : plan.warnings) spdlog::warn("{}", w);
+
+  const Flavour flavour = choose_flavour(s, cli.dry_run);
+  MpiexecRequest req;
+  req.flavour = flavour.flavour;
+  req.mpiexec = s.mpiexec;
+  req.ssh.port = s.ssh_port;
+  req.ssh.connect_timeout_s = s.ssh_connect_timeout_s;
+  req.hostfile_mode = s.hostfile_mode;
+  req.hostfile_path = s.state_dir + "/hostfile";
+
+  if (cli.dry_run) {
+    const MpiexecCommand cmd = build_mpiexec_command(plan, req);
+    const MasterDryRun d{plan, cmd, flavour.flavour, flavour.source, true};
+    const std::string out = cli.json ? master_dry_run_json(d) : master_dry_run_text(d);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return exit_code::kOk;
+  }
+
+  spdlog::info("MPI_HOSTS={}", hosts_argument(plan.hosts));
+  spdlog::info("MPI_NP={} ({}, {})", plan.np, to_string(plan.layout), to_string(flavour.flavour));
+  SshdSetup sshd = plan_worker_sshd(s, env);
+  // Our own sshd first: the master's host is in the host list in most layouts and the
+  // readiness gate waits for it like for any worker.
+  if (!s.no_sshd) start_background_sshd(sshd);
+  const bool remote_hosts = plan.hosts.size() > 1 || (plan.hosts.size() == 1 && plan.hosts[0].host != spec.master_host);
+  if (remote_hosts) req.ssh.identity_files = prepare_client_keys(sshd);
+
+  if (!s.no_wait && !plan.wait_for.empty()) {
+    ReadinessOptions ro;
+    ro.deadline = std::chrono::seconds(s.ready_timeout_s);
+    ro.port = s.ssh_port;
+    if (s.ssh_check) {
+      ro.ssh_login_prefix = {"ssh"};
+      const auto args = ssh_client_args(req.ssh);
+      ro.ssh_login_prefix.insert(ro.ssh_login_prefix.end(), args.begin(), args.end());
+    }
+    spdlog::info("waiting up to {} s for sshd on {} host(s)", s.ready_timeout_s, plan.wait_for.size());
+    const ReadinessReport report =
+        wait_until_ready(plan.wait_for, ro, [](const std::string& line) { spdlog::info("{}", line); });
+    if (!report.all_ready) throw AgentError{exit_code::kWorkersUnreachable, unreachable_message(report, s.ready_timeout_s)};
+    spdlog::info("all {} host(s) ready after {} ms", report.hosts.size(), report.elapsed.count());
+  }
+
+  const MpiexecCommand cmd = build_mpiexec_command(plan, req);
+  if (cmd.hostfile) {
+    write_private_file(cmd.hostfile->path, cmd.hostfile->content, 0600);
+    spdlog::info("hosts passed in hostfile {} ({} hosts)", cmd.hostfile->path, plan.hosts.size());
+  }
+  for (const auto& [name, value] : cmd.env) setenv(name.c_str(), value.c_str(), 1);
+  spdlog::info("running: {}", shell_join(redacted_argv(cmd.argv)));
+  const int status = run_job(cmd.argv, should_supervise(s.supervise));
+  if (status != 0) write_termination_message("mpiexec exited with status " + std::to_string(status));
+  return status;
+}
+
+int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
+  const SshdSetup setup = plan_worker_sshd(spec.settings, env);
+  if (cli.dry_run) {
+    const std::string out = cli.json ? worker_dry_run_json(setup) : worker_dry_run_text(setup);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return exit_code::kOk;
+  }
+  spdlog::info("starting sshd on port {} ({} session variables)", setup.port, setup.session_env.size());
+  exec_worker_sshd(setup);
+}
+
+}  // namespace gj

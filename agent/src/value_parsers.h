@@ -1,0 +1,23 @@
+// Typed values from environment strings. Each parser names the variable and the value seen in
+// its error, so callers never format messages themselves.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gj {
+
+// Decimal integer >= 0 that fits in int64 ("4"; not "", "-1", "two", "4.0", "1e3").
+std::int64_t parse_count(const std::string& name, const std::string& value);
+
+// A Kubernetes CPU quantity floored to whole CPUs: "4" -> 4, "2.5" -> 2, "4000m" -> 4,
+// "500m" -> 0. Negative, empty, other suffixes and overflow are errors.
+std::int64_t parse_cpu_quantity(const std::string& name, const std::string& value);
+
+// 1/0, true/false, yes/no, on/off (any case).
+bool parse_bool(const std::string& name, const std::string& value);
+
+// TCP port 1..65535.
+int parse_port(const std::string& name, const std::string& value);
+
+}  // namespace gj

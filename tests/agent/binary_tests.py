@@ -1,0 +1,418 @@
+#!/usr/bin/env python3
+"""Process tests of the real static gj-mpirun binary.
+
+Stub `mpiexec` and `sshd` programs (shell scripts written per test) record their argv and
+environment, so the tests prove which command gj-mpirun execs and that the stub's exit status
+becomes gj-mpirun's. Environment overrides (GJ_MPIEXEC, GJ_SSHD, GJ_STATE_DIR, GJ_SSH_DIR,
+--no-wait) keep everything out of root paths.
+
+Usage: binary_tests.py <gj-mpirun> <test name>|all [extra args for the test]
+"""
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+GJ = None
+EXTRA = []
+
+STUB_MPIEXEC = r"""#!/bin/sh
+if [ "$1" = "--version" ]; then echo "${STUB_VERSION:-mpiexec (OpenRTE) 4.1.4}"; exit 0; fi
+out="$(dirname "$0")/mpiexec.argv"
+: > "$out"
+for a in "$@"; do printf '%s\0' "$a" >> "$out"; done
+env > "$(dirname "$0")/mpiexec.env"
+case "$STUB_MODE" in
+  exit:*) exit "${STUB_MODE#exit:}" ;;
+  signal:*) kill -s "${STUB_MODE#signal:}" $$ ; sleep 5 ;;
+esac
+exit 0
+"""
+
+STUB_SSHD = r"""#!/bin/sh
+out="$(dirname "$0")/sshd.argv"
+: > "$out"
+for a in "$@"; do printf '%s\0' "$a" >> "$out"; done
+exit "${STUB_SSHD_EXIT:-0}"
+"""
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+
+
+class Sandbox:
+    """A temp dir with stubs, a training script and a platform environment."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="gj-agent-test-")
+        self.bin = os.path.join(self.dir, "bin")
+        os.makedirs(self.bin)
+        self.mpiexec = self._write(os.path.join(self.bin, "mpiexec"), STUB_MPIEXEC, 0o755)
+        self.sshd = self._write(os.path.join(self.bin, "sshd"), STUB_SSHD, 0o755)
+        self.script = self._write(os.path.join(self.dir, "train.sh"), "#!/bin/sh\nexit 0\n", 0o755)
+        self.py = self._write(os.path.join(self.dir, "train.py"), "print('hi')\n", 0o644)
+        self.state = os.path.join(self.dir, "state")
+        self.ssh = os.path.join(self.dir, "ssh")
+        os.makedirs(self.ssh)
+
+    @staticmethod
+    def _write(path, text, mode):
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, mode)
+        return path
+
+    def env(self, master_cpu="4", master_gpu="0", worker_cpu="4", worker_gpu="0", replicas="2",
+            mpi_host="job-worker-0.job,job-worker-1.job", role="master"):
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GJ_TRAINING_ROLE": role,
+            "GJ_TRAINING_VC_JOB_NAME": "job",
+            "GJ_TRAINING_POD_NAME": "job-master-0",
+            "GJ_TRAINING_MASTER_CPU_LIMIT": master_cpu,
+            "GJ_TRAINING_MASTER_GPU_LIMIT": master_gpu,
+            "GJ_TRAINING_MASTER_REPLICAS": "1",
+            "GJ_TRAINING_WORKER_CPU_LIMIT": worker_cpu,
+            "GJ_TRAINING_WORKER_GPU_LIMIT": worker_gpu,
+            "GJ_TRAINING_WORKER_REPLICAS": replicas,
+            "GJ_MPIEXEC": self.mpiexec,
+            "GJ_SSHD": self.sshd,
+            "GJ_STATE_DIR": self.state,
+            "GJ_SSH_DIR": self.ssh,
+            "GJ_NO_WAIT": "1",
+        }
+        if mpi_host is not None:
+            env["MPI_HOST"] = mpi_host
+        return env
+
+    def run(self, args, env, timeout=20):
+        return subprocess.run([GJ] + args, env=env, capture_output=True, text=True, timeout=timeout)
+
+    def recorded(self, name):
+        path = os.path.join(self.bin, name + ".argv")
+        if not os.path.exists(path):
+            return None
+        with open(path, "rb") as f:
+            data = f.read()
+        return [a.decode() for a in data.split(b"\0")[:-1]]
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def expect_rc(r, want, what):
+    check(r.returncode == want, f"{what}: exit {r.returncode}, want {want}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+
+
+def ompi_head(mpiexec, hosts, np):
+    return [mpiexec, "--allow-run-as-root", "--host", hosts, "-np", str(np), "--map-by", "slot"]
+
+
+# ---- dry run -----------------------------------------------------------------------------
+
+PLATFORM_CASES = [
+    # name, env kwargs, MPI_HOSTS, MPI_NP
+    ("both-cpu", dict(master_cpu="4", worker_cpu="8"), "job-master-0.job:4,job-worker-0.job:8,job-worker-1.job:8", 20),
+    ("both-gpu", dict(master_gpu="8", worker_gpu="8"), "job-master-0.job:8,job-worker-0.job:8,job-worker-1.job:8", 24),
+    ("workers-only", dict(master_gpu="0", worker_gpu="4"), "job-worker-0.job:4,job-worker-1.job:4", 8),
+    ("master-only", dict(master_gpu="2", worker_gpu="0"), "job-master-0.job:2", 2),
+    ("no-workers", dict(master_cpu="3", replicas="0", mpi_host=""), "job-master-0.job:3", 3),
+]
+
+
+def test_dry_run_text(sb):
+    for name, kw, hosts, np in PLATFORM_CASES:
+        r = sb.run(["--dry-run", sb.py, "--lr", "0.1"], sb.env(**kw))
+        expect_rc(r, 0, name)
+        lines = r.stdout.splitlines()
+        check(lines[0] == f"MPI_HOSTS={hosts}", f"{name}: first line {lines[0]!r}")
+        check(lines[1] == f"MPI_NP={np}", f"{name}: second line {lines[1]!r}")
+        argv = shlex.split(lines[-1])
+        check(argv[:8] == ompi_head(sb.mpiexec, hosts, np), f"{name}: command {argv[:8]}")
+        check(argv[-4:] == ["python3", sb.py, "--lr", "0.1"], f"{name}: tail {argv[-4:]}")
+    check(sb.recorded("mpiexec") is None, "dry run ran mpiexec (beyond --version)")
+    check(sb.recorded("sshd") is None, "dry run started sshd")
+    check(not os.path.exists(sb.state), "dry run created the state dir")
+
+
+def test_dry_run_json(sb):
+    for name, kw, hosts, np in PLATFORM_CASES:
+        r = sb.run(["--dry-run", "--json", sb.script, "x y"], sb.env(**kw))
+        expect_rc(r, 0, name)
+        obj = json.loads(r.stdout)
+        want_hosts = [{"host": h.split(":")[0], "slots": int(h.split(":")[1])} for h in hosts.split(",")]
+        check(obj["role"] == "master", name)
+        check(obj["hosts"] == want_hosts, f"{name}: hosts {obj['hosts']}")
+        check(obj["np"] == np, f"{name}: np {obj['np']}")
+        check(obj["argv"][:8] == ompi_head(sb.mpiexec, hosts, np), f"{name}: argv {obj['argv'][:8]}")
+        check(obj["argv"][-2:] == [sb.script, "x y"], f"{name}: argv tail")
+        check(obj["hostfile"] is None, name)
+
+
+def test_dry_run_worker(sb):
+    env = sb.env(role="worker")
+    r = sb.run(["--dry-run", sb.script], env)
+    expect_rc(r, 0, "worker dry run")
+    argv = shlex.split(r.stdout.splitlines()[-1])
+    check(argv[:3] == [sb.sshd, "-D", "-e"], f"worker command {argv}")
+    r = sb.run(["--dry-run", "--json"], env)
+    expect_rc(r, 0, "worker json")
+    obj = json.loads(r.stdout)
+    check(obj["role"] == "worker" and obj["argv"][:3] == [sb.sshd, "-D", "-e"], obj)
+    check("GJ_TRAINING_ROLE" in obj["session_env"] and "HOSTNAME" not in obj["session_env"], obj["session_env"])
+    check(sb.recorded("sshd") is None, "worker dry run started sshd")
+
+
+def test_dry_run_flavours(sb):
+    cases = [
+        ("mpirun (Open MPI) 5.0.3", "openmpi5", "--prtemca"),
+        ("HYDRA build details:\n    Version: 4.1", "mpich", "-launcher"),
+        ("Intel(R) MPI Library for Linux* OS, Version 2021.10", "intel", "-bootstrap"),
+    ]
+    for version, flavour, marker in cases:
+        env = sb.env(master_gpu="8", worker_gpu="8")
+        env["STUB_VERSION"] = version
+        r = sb.run(["--dry-run", "--json", sb.script], env)
+        expect_rc(r, 0, flavour)
+        obj = json.loads(r.stdout)
+        check(obj["mpi"] == flavour, f"detected {obj['mpi']}, want {flavour}")
+        check(marker in obj["argv"], f"{flavour}: {marker} not in {obj['argv']}")
+        r = sb.run(["--dry-run", "--json", "--mpi", flavour, sb.script], sb.env())
+        check(json.loads(r.stdout)["mpi"] == flavour, f"--mpi {flavour}")
+
+
+def test_dry_run_secrets(sb):
+    env = sb.env()
+    env.update({"HF_TOKEN": "hf_supersecret1", "MY_PASSWORD": "supersecret2"})
+    args = ["--dry-run", "--export", "HF_TOKEN", "--export", "API_KEY=supersecret3", "--export", "MY_*",
+            "--mpi", "mpich", "--export", "DB_SECRET=supersecret4"]
+    for extra in ([], ["--json"]):
+        r = sb.run(args + extra + ["--log-level", "debug", sb.script], env)
+        expect_rc(r, 0, "secrets")
+        for s in ("supersecret1", "supersecret2", "supersecret3", "supersecret4"):
+            check(s not in r.stdout and s not in r.stderr, f"{s} printed:\n{r.stdout}\n{r.stderr}")
+        check("<redacted>" in r.stdout, r.stdout)
+        check("HF_TOKEN" in r.stdout and "MY_PASSWORD" in r.stdout, r.stdout)
+
+
+def test_dry_run_large_hosts_file(sb):
+    n = int(EXTRA[0]) if EXTRA else 10000
+    path = os.path.join(sb.dir, "worker.host")
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(f"job-worker-{i}.job\n")
+    env = sb.env(master_gpu="8", worker_gpu="8", replicas=str(n), mpi_host=None)
+    env["GJ_HOSTS_FILE"] = path
+    t0 = time.monotonic()
+    r = sb.run(["--dry-run", "--json", "--mpi", "openmpi", sb.script], env)
+    elapsed = time.monotonic() - t0
+    expect_rc(r, 0, "10k dry run")
+    obj = json.loads(r.stdout)
+    check(len(obj["hosts"]) == n + 1 and obj["np"] == 8 * (n + 1), "host count / np")
+    check(obj["hostfile"] == os.path.join(sb.state, "hostfile"), f"hostfile {obj['hostfile']}")
+    check("--hostfile" in obj["argv"] and "--host" not in obj["argv"], "argv uses --hostfile")
+    check(elapsed < 2.0, f"10k-host dry run took {elapsed:.3f} s")
+    r = sb.run(["--dry-run", "--mpi", "openmpi", sb.script], env)
+    check("# hosts: hostfile " in r.stdout, "text dry run says a hostfile is used")
+    print(f"dry run of {n} hosts: {elapsed * 1000:.1f} ms (whole process)")
+
+
+# ---- bad input ---------------------------------------------------------------------------
+
+def bad_cases(sb):
+    def env(**kw):
+        return sb.env(**kw)
+
+    def without(name):
+        e = sb.env()
+        e.pop(name)
+        return e
+
+    def with_(**over):
+        e = sb.env()
+        e.update(over)
+        return e
+
+    return [
+        # name, env, args, exit code, stderr substring
+        ("missing role", without("GJ_TRAINING_ROLE"), None, 3, "GJ_TRAINING_ROLE is not set"),
+        ("unknown role", with_(GJ_TRAINING_ROLE="boss"), None, 3, 'GJ_TRAINING_ROLE="boss" is not a known role'),
+        ("missing job", without("GJ_TRAINING_VC_JOB_NAME"), None, 3, "GJ_TRAINING_VC_JOB_NAME is not set"),
+        ("empty cpu", env(master_cpu=""), None, 3, 'GJ_TRAINING_MASTER_CPU_LIMIT="" is empty'),
+        ("non-numeric gpu", env(worker_gpu="two"), None, 3, 'GJ_TRAINING_WORKER_GPU_LIMIT="two" is not'),
+        ("negative replicas", env(replicas="-1"), None, 3, 'GJ_TRAINING_WORKER_REPLICAS="-1" is negative'),
+        ("overflow", env(master_gpu="99999999999999999999"), None, 3, "overflows"),
+        ("master replicas 2", with_(GJ_TRAINING_MASTER_REPLICAS="2"), None, 3, "exactly 1 master"),
+        ("np 0", env(master_gpu="0", worker_gpu="4", replicas="0", mpi_host=""), None, 4, "MPI_NP=0"),
+        ("0 slots", env(master_cpu="500m"), None, 4, "gives 0 slots"),
+        ("bad host", env(mpi_host="a.job,b job"), None, 3, 'MPI_HOST entry 2 "b job" is not a valid DNS host name'),
+        ("host with port", env(mpi_host="a.job:22,b.job"), None, 3, "contains ':'"),
+        ("host with -", env(mpi_host="-oProxyCommand,b.job"), None, 3, "starts with '-'"),
+        ("duplicate", env(mpi_host="a.job,a.job"), None, 3, 'lists "a.job" twice'),
+        ("count", env(mpi_host="a.job"), None, 3, "MPI_HOST lists 1 hosts but GJ_TRAINING_WORKER_REPLICAS=2"),
+        ("no MPI_HOST", env(mpi_host=None), None, 3, "GJ_TRAINING_WORKER_REPLICAS=2 but MPI_HOST is not set"),
+        ("missing script", sb.env(), [os.path.join(sb.dir, "nope.sh")], 127, "not found"),
+        ("not executable", sb.env(), [os.path.join(sb.dir, "data.txt")], 126, "is not executable"),
+        ("no script", sb.env(), [], 2, "needs the training script"),
+        ("missing python", with_(GJ_PYTHON="/nonexistent/python"), [sb.py], 127, "--python/GJ_PYTHON"),
+        ("bad flag value", sb.env(), ["--mpi", "lam", sb.script], 3, '--mpi/GJ_MPI="lam"'),
+        ("mpiexec args without --", sb.env(), ["--bind-to", "none", sb.script], 2, "end them with `--`"),
+        ("bad hosts file", with_(GJ_HOSTS_FILE="/nonexistent/hosts"), None, 3, "GJ_HOSTS_FILE"),
+    ]
+
+
+def test_bad_inputs(sb):
+    sb._write(os.path.join(sb.dir, "data.txt"), "x", 0o644)
+    for dry in (True, False):
+        for name, env, args, code, text in bad_cases(sb):
+            argv = (["--dry-run"] if dry else []) + (args if args is not None else [sb.script])
+            r = sb.run(argv, env)
+            expect_rc(r, code, f"{name} (dry={dry})")
+            check(text in r.stderr, f"{name}: {text!r} not in stderr {r.stderr!r}")
+            errors = [l for l in r.stderr.splitlines() if " error]" in l]
+            check(len(errors) == 1, f"{name}: want one error line, got {r.stderr!r}")
+            check(r.stdout == "", f"{name}: stdout {r.stdout!r}")
+            check(sb.recorded("mpiexec") is None, f"{name}: mpiexec started")
+            check(sb.recorded("sshd") is None, f"{name}: sshd started")
+
+
+# ---- the exec path -----------------------------------------------------------------------
+
+def test_exec_argv(sb):
+    env = sb.env(master_cpu="2", worker_cpu="2")
+    env["OMP_NUM_THREADS"] = "3"
+    r = sb.run(["--mpi-arg=--bind-to", "--mpi-arg=none", "-x", "EXTRA=1", "--", sb.py, "--lr", "0.1", "--"], env)
+    expect_rc(r, 0, "exec")
+    argv = sb.recorded("mpiexec")
+    hosts = "job-master-0.job:2,job-worker-0.job:2,job-worker-1.job:2"
+    check(argv is not None, f"mpiexec not run: {r.stderr}")
+    check([sb.mpiexec] + argv[:7] == ompi_head(sb.mpiexec, hosts, 6), f"argv head {argv[:7]}")
+    check(argv[-9:] == ["--bind-to", "none", "-x", "EXTRA=1", "python3", sb.py, "--lr", "0.1", "--"],
+          f"argv tail {argv[-9:]}")
+    i = argv.index("OMP_NUM_THREADS")
+    check(argv[i - 1] == "-x", "default export OMP_NUM_THREADS forwarded with -x")
+    plm = argv[argv.index("plm_rsh_args") + 1]
+    for opt in ("BatchMode=yes", "StrictHostKeyChecking=no", "-p 22"):
+        check(opt in plm, f"{opt} not in plm_rsh_args {plm!r}")
+    check("MPI_HOSTS=" + hosts in r.stderr, "log names MPI_HOSTS")
+
+
+def test_exec_hydra_env(sb):
+    env = sb.env()
+    env["GJ_SSH_PORT"] = "2222"
+    r = sb.run(["--mpi", "mpich", sb.script], env)
+    expect_rc(r, 0, "mpich exec")
+    with open(os.path.join(sb.bin, "mpiexec.env")) as f:
+        menv = f.read()
+    check("HYDRA_LAUNCHER_EXTRA_ARGS=" in menv and "-p 2222" in menv, "HYDRA_LAUNCHER_EXTRA_ARGS set for mpiexec")
+    check(sb.recorded("mpiexec")[:2] == ["-hosts", "job-master-0.job:4,job-worker-0.job:4,job-worker-1.job:4"],
+          sb.recorded("mpiexec"))
+
+
+def test_exec_hostfile(sb):
+    r = sb.run(["--hostfile-mode", "always", sb.script], sb.env())
+    expect_rc(r, 0, "hostfile exec")
+    argv = sb.recorded("mpiexec")
+    path = os.path.join(sb.state, "hostfile")
+    check(argv[1:3] == ["--hostfile", path], f"argv {argv[:4]}")
+    with open(path) as f:
+        check(f.read() == "job-master-0.job slots=4\njob-worker-0.job slots=4\njob-worker-1.job slots=4\n",
+              "hostfile content")
+
+
+def test_exit_codes(sb):
+    for mode in ("exec", "supervise"):
+        flag = "--no-supervise" if mode == "exec" else "--supervise"
+        for stub, want in (("exit:0", 0), ("exit:1", 1), ("exit:42", 42),
+                           ("signal:KILL", 128 + 9), ("signal:TERM", 128 + 15)):
+            env = sb.env(mpi_host="", replicas="0")
+            env["STUB_MODE"] = stub
+            r = sb.run([flag, sb.script], env)
+            if mode == "exec" and stub.startswith("signal:"):
+                # gj-mpirun became mpiexec: the pod sees the signal itself (Kubernetes reports 128+N).
+                want_rc = -(want - 128)
+            else:
+                want_rc = want
+            expect_rc(r, want_rc, f"{mode} {stub}")
+            check(sb.recorded("mpiexec") is not None, f"{mode} {stub}: stub not run")
+
+
+def test_worker_exec_sshd(sb):
+    env = sb.env(role="worker")
+    env["STUB_SSHD_EXIT"] = "0"
+    r = sb.run([sb.script], env)
+    expect_rc(r, 0, "worker")
+    argv = sb.recorded("sshd")
+    check(argv is not None and argv[:2] == ["-D", "-e"], f"sshd argv {argv}")
+    check(sb.recorded("mpiexec") is None, "worker ran mpiexec")
+
+
+def test_help_version(sb):
+    r = sb.run(["--help"], {})
+    expect_rc(r, 0, "help")
+    for word in ("--dry-run", "--json", "--mpi-arg", "--export", "--ready-timeout", "GJ_TRAINING_ROLE",
+                 "MPI_HOST", "GJ_READY_TIMEOUT", "Exit codes"):
+        check(word in r.stdout, f"--help lacks {word}")
+    r = sb.run(["--version"], {})
+    expect_rc(r, 0, "version")
+    check(r.stdout.startswith("gj-mpirun "), r.stdout)
+
+
+def test_static(sb):
+    f = subprocess.run(["file", "-L", GJ], capture_output=True, text=True)
+    check("statically linked" in f.stdout, f.stdout)
+    l = subprocess.run(["ldd", GJ], capture_output=True, text=True)
+    check("not a dynamic executable" in (l.stdout + l.stderr), l.stdout + l.stderr)
+
+
+def test_real_mpi_job(sb):
+    """The README's example: master with no workers, real mpiexec, a real MPI program on 2 local slots."""
+    program = EXTRA[0]
+    env = sb.env(master_cpu="2", replicas="0", mpi_host="")
+    for k in ("GJ_MPIEXEC", "GJ_SSHD"):
+        env.pop(k)
+    env.update({"GJ_MASTER_HOST": "localhost", "GJ_NO_SSHD": "1", "OMPI_MCA_btl": "self,vader,tcp",
+                "OMPI_MCA_plm_rsh_agent": "false"})
+    r = sb.run([program], env, timeout=120)
+    expect_rc(r, 0, "real mpi job")
+    for rank in (0, 1):
+        check(f"rank {rank} of 2" in r.stdout, f"rank {rank} missing: {r.stdout}\n{r.stderr}")
+    check("allreduce ok" in r.stdout, r.stdout)
+
+
+def main():
+    global GJ, EXTRA
+    GJ = os.path.abspath(sys.argv[1])
+    name = sys.argv[2]
+    EXTRA = sys.argv[3:]
+    tests = {k[5:]: v for k, v in globals().items() if k.startswith("test_")}
+    names = sorted(tests) if name == "all" else [name]
+    failed = 0
+    for n in names:
+        if n == "real_mpi_job" and not EXTRA:
+            continue
+        sb = Sandbox()
+        try:
+            tests[n](sb)
+            print(f"PASS {n}")
+        except Fail as e:
+            failed += 1
+            print(f"FAIL {n}: {e}")
+        finally:
+            sb.close()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+#include <catch2/catch.hpp>
+
+#include "cli.h"
+#include "exit_codes.h"
+#include "job_spec.h"
+#include "test_support.h"
+
+using namespace gj;
+using Args = std::vector<std::string>;
+
+TEST_CASE("script and arguments pass through unchanged", "[cli]") {
+  const CommandLine c = parse_command_line({"--dry-run", "/app/train.py", "--epochs", "3", "--", "-x", "--dry-run"});
+  CHECK(c.dry_run);
+  CHECK(c.has_script);
+  CHECK(c.invocation.script == "/app/train.py");
+  CHECK(c.invocation.script_args == Args{"--epochs", "3", "--", "-x", "--dry-run"});
+  CHECK(c.invocation.mpi_args.empty());
+}
+
+TEST_CASE("mpiexec arguments: --mpi-arg and everything before --", "[cli]") {
+  const CommandLine c = parse_command_line(
+      {"--mpi-arg=--bind-to", "--mpi-arg=none", "--report-bindings", "-x", "A", "--", "/app/t", "a"});
+  CHECK(c.invocation.mpi_args == Args{"--bind-to", "none", "--report-bindings", "-x", "A"});
+  CHECK(c.invocation.script == "/app/t");
+  CHECK(c.invocation.script_args == Args{"a"});
+  const CommandLine sep_only = parse_command_line({"--", "/app/t", "--", "b"});
+  CHECK(sep_only.invocation.mpi_args.empty());
+  CHECK(sep_only.invocation.script_args == Args{"--", "b"});
+}
+
+TEST_CASE("flags become variable overrides; flags win", "[cli]") {
+  const CommandLine c = parse_command_line({"--mpi", "mpich", "--ready-timeout=20", "--no-wait", "--ssh-check",
+                                            "--supervise", "--export", "A", "--export=B=1", "--python", "py3",
+                                            "--hosts-file", "/h", "--log-level", "debug", "/app/t"});
+  const EnvMap env = apply_overrides({{"GJ_MPI", "intel"}, {"GJ_EXPORT", "Z"}, {"KEEP", "1"}}, c);
+  CHECK(env.at("GJ_MPI") == "mpich");
+  CHECK(env.at("GJ_READY_TIMEOUT") == "20");
+  CHECK(env.at("GJ_NO_WAIT") == "1");
+  CHECK(env.at("GJ_SSH_CHECK") == "1");
+  CHECK(env.at("GJ_SUPERVISE") == "1");
+  CHECK(env.at("GJ_EXPORT") == "Z,A,B=1");
+  CHECK(env.at("GJ_PYTHON") == "py3");
+  CHECK(env.at("GJ_HOSTS_FILE") == "/h");
+  CHECK(env.at("KEEP") == "1");
+  const AgentSettings s = parse_settings(env);
+  CHECK(s.mpi == MpiFlavour::Mpich);
+  CHECK(s.exports == Args{"Z", "A", "B=1"});
+  CHECK(parse_command_line({"--no-supervise", "x"}).overrides.at("GJ_SUPERVISE") == "0");
+}
+
+TEST_CASE("help, version, and usage errors", "[cli]") {
+  CHECK(parse_command_line({"--help"}).action == CommandLine::Action::Help);
+  CHECK(parse_command_line({"-h"}).action == CommandLine::Action::Help);
+  CHECK(parse_command_line({"--version"}).action == CommandLine::Action::Version);
+  CHECK_FALSE(parse_command_line({}).has_script);
+  const std::pair<Args, const char*> bad[] = {
+      {{"--bind-to", "none", "/app/t"}, "\"--bind-to\" is not a gj-mpirun option; to pass mpiexec arguments end them with `--`"},
+      {{"--json", "/app/t"}, "--json only applies with --dry-run"},
+      {{"--supervise", "--no-supervise", "/app/t"}, "contradict"},
+      {{"--export", "A,B", "/app/t"}, "contains a comma"},
+      {{"--mpi"}, "command line:"},
+  };
+  for (const auto& [args, want] : bad) {
+    INFO(args.front());
+    test::require_agent_error([&] { parse_command_line(args); }, exit_code::kUsage, want);
+  }
+}
+
+TEST_CASE("--help lists every option and every variable read", "[cli]") {
+  const std::string help = help_text();
+  for (const auto& d : env_table()) {
+    INFO(d.name);
+    CHECK_THAT(help, Catch::Contains(d.name));
+    if (d.flag[0] != '\0') CHECK_THAT(help, Catch::Contains(d.flag));
+  }
+  for (const char* flag : {"--dry-run", "--json", "--version", "--mpi-arg", "--export", "--no-wait", "--ssh-check",
+                           "--supervise", "--no-supervise", "--hosts-file", "--python", "--mpi"})
+    CHECK_THAT(help, Catch::Contains(flag));
+}

@@ -1,0 +1,66 @@
+#include <catch2/catch.hpp>
+
+#include "env_forwarding.h"
+#include "exit_codes.h"
+#include "test_support.h"
+
+using namespace gj;
+
+namespace {
+std::vector<std::string> names(const std::vector<ForwardedVar>& vs) {
+  std::vector<std::string> out;
+  for (const auto& v : vs) out.push_back(v.name);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("secret-looking names", "[env]") {
+  for (const char* s : {"AWS_SECRET_ACCESS_KEY", "api_key", "HF_TOKEN", "DB_PASSWORD", "GOOGLE_CREDENTIALS", "Secret"})
+    CHECK(is_secret_name(s));
+  for (const char* s : {"PATH", "NCCL_DEBUG", "OMP_NUM_THREADS", "MONKEY_MODE_X"}) {
+    INFO(s);
+    CHECK(is_secret_name(s) == (std::string(s).find("KEY") != std::string::npos));
+  }
+  CHECK(display_assignment("HF_TOKEN", "hf_abc") == "HF_TOKEN=<redacted>");
+  CHECK(display_assignment("MODE", "fast") == "MODE=fast");
+}
+
+TEST_CASE("default exports: job-wide knobs set on the master, never per-node RDMA/NIC settings", "[env]") {
+  const EnvMap env = {{"OMP_NUM_THREADS", "4"},   {"NCCL_DEBUG", "INFO"},       {"NCCL_IB_HCA", "mlx5_0"},
+                      {"NCCL_SOCKET_IFNAME", "eth0"}, {"HOROVOD_FUSION_THRESHOLD", "1"}, {"PATH", "/bin"},
+                      {"CUDA_VISIBLE_DEVICES", "0"}};
+  const ExportSelection sel = select_exports(env, {}, true);
+  CHECK(names(sel.vars) == std::vector<std::string>{"OMP_NUM_THREADS", "NCCL_DEBUG", "HOROVOD_FUSION_THRESHOLD"});
+  CHECK(sel.warnings.empty());
+  CHECK(select_exports(env, {}, false).vars.empty());
+  for (const auto& d : default_exports()) {
+    INFO(d);
+    CHECK(d.rfind("NCCL_IB_", 0) == std::string::npos);
+  }
+}
+
+TEST_CASE("export requests: NAME, NAME=VALUE and PREFIX patterns", "[env]") {
+  const EnvMap env = {{"MY_A", "1"}, {"MY_B", "2"}, {"OTHER", "3"}, {"NCCL_DEBUG", "WARN"}};
+  const ExportSelection sel = select_exports(env, {"OTHER", "MY_*", "X=1", "NCCL_DEBUG=INFO", "MISSING", "NONE_*"}, true);
+  CHECK(names(sel.vars) == std::vector<std::string>{"NCCL_DEBUG", "OTHER", "MY_A", "MY_B", "X"});
+  CHECK(sel.vars[0].value == std::optional<std::string>("INFO"));  // explicit value replaces the default entry
+  CHECK_FALSE(sel.vars[1].value.has_value());
+  CHECK(sel.vars[4].value == std::optional<std::string>("1"));
+  REQUIRE(sel.warnings.size() == 2);
+  CHECK_THAT(sel.warnings[0], Catch::Contains("--export MISSING: no such variable"));
+  CHECK_THAT(sel.warnings[1], Catch::Contains("--export NONE_*"));
+  for (const char* bad : {"1ABC", "A-B", "=x", "A B", "A*B*"}) {
+    INFO(bad);
+    test::require_agent_error([&] { select_exports(env, {bad}, false); }, exit_code::kBadEnvironment,
+                              std::string("--export/GJ_EXPORT entry \"") + bad + "\"");
+  }
+}
+
+TEST_CASE("sshd session environment drops per-session variables", "[env]") {
+  const EnvMap env = {{"HOSTNAME", "w0"},    {"PWD", "/"},          {"SHLVL", "1"},       {"_", "/bin/x"},
+                      {"HOME", "/root"},     {"SSH_AUTH_SOCK", "s"}, {"NCCL_IB_HCA", "mlx5"}, {"PATH", "/bin"},
+                      {"MULTI", "a\nb"},     {"QUOTE", "a\"b"},     {"bad-name", "x"},    {"GJ_TRAINING_ROLE", "worker"}};
+  const auto got = session_env_for_sshd(env);
+  CHECK(got == std::vector<std::pair<std::string, std::string>>{
+                   {"GJ_TRAINING_ROLE", "worker"}, {"NCCL_IB_HCA", "mlx5"}, {"PATH", "/bin"}});
+}

@@ -1,0 +1,67 @@
+#include <catch2/catch.hpp>
+
+#include "exit_codes.h"
+#include "test_support.h"
+#include "value_parsers.h"
+
+using namespace gj;
+
+TEST_CASE("parse_count accepts whole numbers", "[values]") {
+  const std::pair<const char*, std::int64_t> cases[] = {
+      {"0", 0}, {"1", 1}, {"8", 8}, {"007", 7}, {"9223372036854775807", INT64_MAX}};
+  for (const auto& [text, want] : cases) {
+    INFO(text);
+    CHECK(parse_count("V", text) == want);
+  }
+}
+
+TEST_CASE("parse_count rejects bad values naming variable and value", "[values]") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "is empty"},
+      {"-1", "is negative"},
+      {"two", "is not a non-negative integer"},
+      {"4.0", "is not a non-negative integer"},
+      {"1e3", "is not a non-negative integer"},
+      {" 4", "is not a non-negative integer"},
+      {"+4", "is not a non-negative integer"},
+      {"9223372036854775808", "is too large (overflows"},
+      {"99999999999999999999999", "is too large (overflows"},
+  };
+  for (const auto& [text, why] : cases) {
+    INFO(text);
+    test::require_agent_error([&] { parse_count("GJ_X", text); }, exit_code::kBadEnvironment,
+                              std::string("GJ_X=\"") + text + "\" " + why);
+  }
+}
+
+TEST_CASE("parse_cpu_quantity floors Kubernetes quantities", "[values]") {
+  const std::pair<const char*, std::int64_t> cases[] = {
+      {"4", 4}, {"2.5", 2}, {"4000m", 4}, {"4500m", 4}, {"500m", 0}, {"0.9", 0}, {"16", 16}, {"1.", 1}, {".5", 0}};
+  for (const auto& [text, want] : cases) {
+    INFO(text);
+    CHECK(parse_cpu_quantity("V", text) == want);
+  }
+}
+
+TEST_CASE("parse_cpu_quantity rejects non-quantities", "[values]") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "is empty"},           {"-2", "is negative"},         {"four", "is not a CPU quantity"},
+      {"4k", "is not a CPU quantity"}, {"m", "is not a CPU quantity"}, {".", "is not a CPU quantity"},
+      {"1.2.3", "is not a CPU quantity"}, {"99999999999999999999", "overflows"},
+  };
+  for (const auto& [text, why] : cases) {
+    INFO(text);
+    test::require_agent_error([&] { parse_cpu_quantity("GJ_TRAINING_MASTER_CPU_LIMIT", text); },
+                              exit_code::kBadEnvironment, why);
+  }
+}
+
+TEST_CASE("parse_bool and parse_port", "[values]") {
+  for (const char* t : {"1", "true", "TRUE", "yes", "on"}) CHECK(parse_bool("B", t));
+  for (const char* f : {"0", "false", "No", "off"}) CHECK_FALSE(parse_bool("B", f));
+  test::require_agent_error([] { parse_bool("GJ_NO_WAIT", "maybe"); }, exit_code::kBadEnvironment,
+                            "GJ_NO_WAIT=\"maybe\" is not a boolean");
+  CHECK(parse_port("P", "2222") == 2222);
+  test::require_agent_error([] { parse_port("GJ_SSH_PORT", "0"); }, exit_code::kBadEnvironment, "not a TCP port");
+  test::require_agent_error([] { parse_port("GJ_SSH_PORT", "70000"); }, exit_code::kBadEnvironment, "not a TCP port");
+}
