@@ -92,7 +92,7 @@ std::vector<std::string> redacted_argv(const std::vector<std::string>& argv) {
     if (argv[i] == "-genv" && i + 2 < argv.size()) {
       out.push_back(argv[i]);
       out.push_back(argv[i + 1]);
-      out.push_back(is_secret_name(argv[i + 1]) ? "<redacted>" : argv[i + 2]);
+      out.push_back(loggable_value(argv[i + 1], argv[i + 2]));
       i += 2;
       continue;
     }
@@ -134,7 +134,7 @@ std::string master_dry_run_json(const MasterDryRun& d) {
   for (std::size_t i = 0; i < d.command.env.size(); ++i) {
     const auto& [name, value] = d.command.env[i];
     if (i != 0) out += ',';
-    out += json_string(name) + ":" + json_string(is_secret_name(name) ? "<redacted>" : value);
+    out += json_string(name) + ":" + json_string(loggable_value(name, value));
   }
   out += "},\"hostfile\":";
   out += d.command.hostfile ? json_string(d.command.hostfile->path) : "null";

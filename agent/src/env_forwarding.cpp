@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 
 #include "agent_error.h"
 #include "exit_codes.h"
@@ -18,11 +17,6 @@ bool is_identifier(const std::string& s) {
 
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
-}
-
-std::string upper(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return s;
 }
 
 void add(std::vector<ForwardedVar>& vars, ForwardedVar v) {
@@ -79,15 +73,8 @@ const std::vector<std::string>& default_exports() {
   return kDefaults;
 }
 
-bool is_secret_name(const std::string& name) {
-  const std::string u = upper(name);
-  for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"})
-    if (u.find(word) != std::string::npos) return true;
-  return false;
-}
-
 std::string display_assignment(const std::string& name, const std::string& value) {
-  return name + "=" + (is_secret_name(name) ? std::string("<redacted>") : value);
+  return name + "=" + loggable_value(name, value);
 }
 
 ExportSelection select_exports(const EnvMap& env, const std::vector<std::string>& requests, bool with_defaults) {
@@ -98,18 +85,6 @@ ExportSelection select_exports(const EnvMap& env, const std::vector<std::string>
     if (!expand(env, r, sel.vars))
       sel.warnings.push_back("--export " + r + ": no such variable on the master; nothing forwarded for it");
   return sel;
-}
-
-std::vector<std::pair<std::string, std::string>> session_env_for_sshd(const EnvMap& env) {
-  static const std::set<std::string> kPerSession = {"HOSTNAME", "PWD",     "OLDPWD", "SHLVL", "_",   "HOME",
-                                                    "USER",     "LOGNAME", "SHELL",  "TERM",  "MAIL"};
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [name, value] : env) {
-    if (kPerSession.count(name) != 0 || starts_with(name, "SSH_") || !is_identifier(name)) continue;
-    if (value.find_first_of("\n\"") != std::string::npos) continue;
-    out.emplace_back(name, value);
-  }
-  return out;
 }
 
 }  // namespace gj

@@ -47,6 +47,7 @@ const std::vector<EnvVarDoc> kTable = {
     {"GJ_HOSTFILE_MODE", "--hostfile-mode", "auto",
      "auto: pass hosts in a hostfile only when the host argument nears 128 KiB; always; never"},
     {"GJ_SSHD", "--sshd", "/usr/sbin/sshd", "sshd program"},
+    {"GJ_SSH_KEYGEN", "", "ssh-keygen", "program that generates the pod's sshd host key (looked up in PATH)"},
     {"GJ_NO_SSHD", "--no-sshd", "0", "master: do not start its own sshd (local runs without ssh to itself)"},
     {"GJ_SSH_PORT", "--ssh-port", "22", "port sshd listens on and ssh connects to"},
     {"GJ_SSH_CONNECT_TIMEOUT", "--ssh-connect-timeout", "10", "ssh ConnectTimeout in seconds"},
@@ -149,6 +150,7 @@ AgentSettings parse_settings(const EnvMap& env) {
   }
   s.python = text_or(env, "GJ_PYTHON", s.python);
   s.sshd = text_or(env, "GJ_SSHD", s.sshd);
+  s.ssh_keygen = text_or(env, "GJ_SSH_KEYGEN", s.ssh_keygen);
   s.state_dir = text_or(env, "GJ_STATE_DIR", s.state_dir);
   s.ssh_dir = text_or(env, "GJ_SSH_DIR", s.ssh_dir);
   s.ssh_port = parsed_or(env, "GJ_SSH_PORT", s.ssh_port, parse_port);

@@ -42,6 +42,7 @@ struct AgentSettings {
   std::optional<MpiFlavour> mpi;  // nullopt: detect from `mpiexec --version`
   std::string python = "python3";
   std::string sshd = "/usr/sbin/sshd";
+  std::string ssh_keygen = "ssh-keygen";
   std::string state_dir = "/run/gj-mpirun";
   std::string ssh_dir = "/root/.ssh";
   int ssh_port = 22;

@@ -141,13 +141,14 @@ LaunchPlan plan_master(const JobSpec& spec, const std::optional<HostList>& worke
   return plan;
 }
 
-SshdSetup plan_worker_sshd(const AgentSettings& settings, const EnvMap& env) {
+SshdSetup plan_sshd(const AgentSettings& settings, std::vector<std::pair<std::string, std::string>> session_env) {
   SshdSetup setup;
   setup.sshd_path = settings.sshd;
+  setup.ssh_keygen = settings.ssh_keygen;
   setup.state_dir = settings.state_dir;
   setup.port = settings.ssh_port;
   setup.ssh_dir = settings.ssh_dir;
-  setup.session_env = session_env_for_sshd(env);
+  setup.session_env = std::move(session_env);
   return setup;
 }
 

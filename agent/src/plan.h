@@ -60,8 +60,9 @@ std::vector<std::string> rank_command(const Invocation& inv, const std::string& 
 LaunchPlan plan_master(const JobSpec& spec, const std::optional<HostList>& workers, const Invocation& inv,
                        const EnvMap& env);
 
-// Worker: the sshd it becomes, with this pod's environment for every ssh session.
-SshdSetup plan_worker_sshd(const AgentSettings& settings, const EnvMap& env);
+// The sshd a worker becomes (and the master starts): session_env is the pod environment
+// already filtered for sshd (filter_session_env in sys/session_env.h).
+SshdSetup plan_sshd(const AgentSettings& settings, std::vector<std::pair<std::string, std::string>> session_env);
 
 // The command exec_worker_sshd runs, for dry-run display: sshd -D -e -f <state_dir>/sshd_config.
 std::vector<std::string> worker_sshd_argv(const SshdSetup& setup);

@@ -13,7 +13,9 @@
 #include "mpiexec_argv.h"
 #include "plan.h"
 #include "sys/launch.h"
+#include "sys/private_files.h"
 #include "sys/readiness.h"
+#include "sys/session_env.h"
 
 namespace gj {
 namespace {
@@ -58,22 +60,16 @@ Flavour choose_flavour(const AgentSettings& s, bool dry_run) {
 }
 
 std::string unreachable_message(const ReadinessReport& r, std::int64_t timeout_s) {
-  std::size_t ready = 0;
-  std::string missing;
-  std::size_t listed = 0;
-  for (const auto& h : r.hosts) {
-    if (h.state == HostState::Ready) {
-      ++ready;
-      continue;
-    }
-    if (listed++ < 16) missing += (missing.empty() ? "" : ", ") + h.host + " (" + to_string(h.state) +
-                                  (h.detail.empty() ? "" : ": " + h.detail) + ")";
-  }
-  if (listed > 16) missing += ", and " + std::to_string(listed - 16) + " more";
-  return "workers not reachable after " + std::to_string(timeout_s) + " s: " + std::to_string(ready) + "/" +
-         std::to_string(r.hosts.size()) + " hosts ready; not ready: " + missing +
-         "; check that the worker pods run gj-mpirun and that the headless service exists, or raise "
+  return "workers not reachable after " + std::to_string(timeout_s) + " s: " + readiness_summary(r.hosts, 16) +
+         "; check that the worker pods run gj-mpirun and that the job's headless service exists, or raise "
          "--ready-timeout";
+}
+
+// The sshd this pod runs, serving its environment to every ssh session (every rank here).
+SshdSetup sshd_setup(const AgentSettings& s, const EnvMap& env) {
+  SessionEnv filtered = filter_session_env(EnvList(env.begin(), env.end()));
+  for (const auto& skip : filtered.skipped) spdlog::debug("session environment: skipping {}: {}", skip.name, skip.reason);
+  return plan_sshd(s, std::move(filtered.kept));
 }
 
 bool should_supervise(Supervise s) {
@@ -113,7 +109,7 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
 
   spdlog::info("MPI_HOSTS={}", hosts_argument(plan.hosts));
   spdlog::info("MPI_NP={} ({}, {})", plan.np, to_string(plan.layout), to_string(flavour.flavour));
-  SshdSetup sshd = plan_worker_sshd(s, env);
+  SshdSetup sshd = sshd_setup(s, env);
   // Our own sshd first: the master's host is in the host list in most layouts and the
   // readiness gate waits for it like for any worker.
   if (!s.no_sshd) start_background_sshd(sshd);
@@ -138,6 +134,7 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
 
   const MpiexecCommand cmd = build_mpiexec_command(plan, req);
   if (cmd.hostfile) {
+    ensure_private_dir(s.state_dir, "GJ_STATE_DIR");
     write_private_file(cmd.hostfile->path, cmd.hostfile->content, 0600);
     spdlog::info("hosts passed in hostfile {} ({} hosts)", cmd.hostfile->path, plan.hosts.size());
   }
@@ -149,7 +146,7 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
 }
 
 int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
-  const SshdSetup setup = plan_worker_sshd(spec.settings, env);
+  const SshdSetup setup = sshd_setup(spec.settings, env);
   if (cli.dry_run) {
     const std::string out = cli.json ? worker_dry_run_json(setup) : worker_dry_run_text(setup);
     std::fwrite(out.data(), 1, out.size(), stdout);

@@ -3,7 +3,9 @@
 // and through a fake DNS server with Kubernetes-style search domains. Prints wall time, CPU time
 // of the probing thread, and listen -> ready latency of the late hosts.
 //
-//   readiness_bench [--hosts N] [--late L] [--closed K] [--spread-ms S] [--closed-deadline-ms D] [--smoke]
+//   readiness_bench [--hosts N] [--late L] [--closed K] [--late-start-ms T] [--spread-ms S]
+//                   [--closed-deadline-ms D] [--smoke]
+// Late hosts start listening one by one between T and T+S ms after the gate started.
 //
 // Exit status 0 when every scenario ended as it must (listening hosts Ready, closed ones
 // Refused), 1 otherwise; latency is reported, not asserted (it depends on the machine's load).
@@ -35,8 +37,9 @@ struct Args {
   int hosts = 1000;
   int late = 200;
   int closed = 50;
+  int late_start_ms = 300;  // after the first sweep over all hosts: late means "probed, then listens"
   int spread_ms = 1500;
-  int closed_deadline_ms = 3000;
+  int closed_deadline_ms = 3000;  // at least late-start + spread + 1 s
 };
 
 enum class Naming { Address, HostsFile, Dns };
@@ -48,6 +51,7 @@ struct Result {
   double wall_ms = 0, cpu_ms = 0;
   double p50 = 0, p95 = 0, max = 0;      // listen -> Ready of late hosts
   double last_listen_to_return_ms = -1;  // only when every host becomes ready
+  double sweep_ms = 0;                   // until every host listening from the start was Ready
 };
 
 std::string address_of(int i) { return "127.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1); }
@@ -76,7 +80,9 @@ Result run(const std::string& title, const Args& a, Naming naming, bool with_clo
   gj::ReadinessOptions opts;
   opts.port = gj::test::free_port();
   opts.progress_interval = std::chrono::hours(1);
-  opts.deadline = std::chrono::milliseconds(with_closed ? a.closed_deadline_ms : 60000);
+  // With closed hosts the run lasts until the deadline: after the last late host has started.
+  opts.deadline = std::chrono::milliseconds(
+      with_closed ? std::max(a.closed_deadline_ms, a.late_start_ms + a.spread_ms + 1000) : 60000);
   opts.hosts_file = dir / "hosts";
   opts.resolv_conf = dir / "resolv.conf";
   std::string hosts_text = "127.0.0.1 localhost\n";
@@ -107,7 +113,7 @@ Result run(const std::string& title, const Args& a, Naming naming, bool with_clo
   std::thread opener([&] {
     for (int k = 0; k < late; ++k) {
       const int i = closed + k;
-      std::this_thread::sleep_until(start + std::chrono::milliseconds(a.spread_ms * (k + 1) / late));
+      std::this_thread::sleep_until(start + std::chrono::milliseconds(a.late_start_ms + a.spread_ms * (k + 1) / late));
       listeners[static_cast<std::size_t>(i)] = std::make_unique<Listener>(address_of(i), opts.port);
       listened[static_cast<std::size_t>(i)] = Clock::now();
     }
@@ -136,6 +142,7 @@ Result run(const std::string& title, const Args& a, Naming naming, bool with_clo
       ok = false;
     }
     if (!should_be_ready && h.state != gj::HostState::Refused) ok = false;
+    if (i >= closed + late && h.state == gj::HostState::Ready) r.sweep_ms = std::max(r.sweep_ms, ms(h.ready_at - start));
     if (i >= closed && i < closed + late && h.state == gj::HostState::Ready) {
       lat.push_back(ms(h.ready_at - listened[static_cast<std::size_t>(i)]));
       last_listen = std::max(last_listen, listened[static_cast<std::size_t>(i)]);
@@ -165,10 +172,11 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--late")) next(&a.late);
     else if (!std::strcmp(argv[i], "--closed")) next(&a.closed);
     else if (!std::strcmp(argv[i], "--spread-ms")) next(&a.spread_ms);
+    else if (!std::strcmp(argv[i], "--late-start-ms")) next(&a.late_start_ms);
     else if (!std::strcmp(argv[i], "--closed-deadline-ms")) next(&a.closed_deadline_ms);
-    else if (!std::strcmp(argv[i], "--smoke")) a = Args{60, 20, 5, 300, 800};
+    else if (!std::strcmp(argv[i], "--smoke")) a = Args{60, 20, 5, 100, 300, 800};
     else {
-      std::fprintf(stderr, "usage: %s [--hosts N] [--late L] [--closed K] [--spread-ms S] [--closed-deadline-ms D] [--smoke]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--hosts N] [--late L] [--closed K] [--late-start-ms T] [--spread-ms S] [--closed-deadline-ms D] [--smoke]\n", argv[0]);
       return 2;
     }
   }
@@ -188,16 +196,16 @@ int main(int argc, char** argv) {
   results.push_back(run("DNS (ndots:5, 3 search)", a, Naming::Dns, false));
   results.push_back(run("addresses + closed", a, Naming::Address, true));
 
-  std::printf("%-26s %6s %6s %5s %4s %9s %8s %28s %12s\n", "scenario", "hosts", "closed", "late", "ok", "wall_ms",
-              "cpu_ms", "late listen->ready p50/p95/max", "last->return");
+  std::printf("%-24s %5s %6s %5s %3s %8s %7s %8s %30s %12s\n", "scenario", "hosts", "closed", "late", "ok", "wall_ms",
+              "cpu_ms", "sweep_ms", "late listen->ready p50/p95/max", "last->return");
   bool all_ok = true;
   for (const auto& r : results) {
     char lat[64], last[32];
     std::snprintf(lat, sizeof lat, "%.1f / %.1f / %.1f ms", r.p50, r.p95, r.max);
     if (r.last_listen_to_return_ms >= 0) std::snprintf(last, sizeof last, "%.1f ms", r.last_listen_to_return_ms);
     else std::snprintf(last, sizeof last, "-");
-    std::printf("%-26s %6d %6d %5d %4s %9.0f %8.0f %28s %12s\n", r.name.c_str(), r.hosts, r.closed, r.late,
-                r.outcome_ok ? "yes" : "NO", r.wall_ms, r.cpu_ms, lat, last);
+    std::printf("%-24s %5d %6d %5d %3s %8.0f %7.0f %8.0f %30s %12s\n", r.name.c_str(), r.hosts, r.closed, r.late,
+                r.outcome_ok ? "yes" : "NO", r.wall_ms, r.cpu_ms, r.sweep_ms, lat, last);
     all_ok = all_ok && r.outcome_ok;
   }
   return all_ok ? 0 : 1;

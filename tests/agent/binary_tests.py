@@ -55,7 +55,10 @@ class Sandbox:
     """A temp dir with stubs, a training script and a platform environment."""
 
     def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="gj-agent-test-")
+        # Not under /tmp: sys refuses a state dir below a group/world-writable directory
+        # (sshd's StrictModes would). ctest runs us in the build tree.
+        base = os.environ.get("GJ_TEST_TMPDIR", os.getcwd())
+        self.dir = tempfile.mkdtemp(prefix="gj-agent-test-", dir=base)
         self.bin = os.path.join(self.dir, "bin")
         os.makedirs(self.bin)
         self.mpiexec = self._write(os.path.join(self.bin, "mpiexec"), STUB_MPIEXEC, 0o755)
@@ -63,8 +66,12 @@ class Sandbox:
         self.script = self._write(os.path.join(self.dir, "train.sh"), "#!/bin/sh\nexit 0\n", 0o755)
         self.py = self._write(os.path.join(self.dir, "train.py"), "print('hi')\n", 0o644)
         self.state = os.path.join(self.dir, "state")
+        # The mounted ssh secret as Volcano's ssh plugin writes it (group-readable, like a
+        # Kubernetes secret volume); the key content is never used by the stubs.
         self.ssh = os.path.join(self.dir, "ssh")
         os.makedirs(self.ssh)
+        self._write(os.path.join(self.ssh, "id_rsa"), "not a real key\n", 0o644)
+        self._write(os.path.join(self.ssh, "authorized_keys"), "", 0o644)
 
     @staticmethod
     def _write(path, text, mode):
@@ -91,6 +98,9 @@ class Sandbox:
             "GJ_STATE_DIR": self.state,
             "GJ_SSH_DIR": self.ssh,
             "GJ_NO_WAIT": "1",
+            # The stub sshd does not listen; the master's own sshd is covered by tests/sys
+            # (real sshd) and tests/multihost.
+            "GJ_NO_SSHD": "1",
         }
         if mpi_host is not None:
             env["MPI_HOST"] = mpi_host
@@ -303,9 +313,11 @@ def test_exec_argv(sb):
     i = argv.index("OMP_NUM_THREADS")
     check(argv[i - 1] == "-x", "default export OMP_NUM_THREADS forwarded with -x")
     plm = argv[argv.index("plm_rsh_args") + 1]
-    for opt in ("BatchMode=yes", "StrictHostKeyChecking=no", "-p 22"):
+    key = os.path.join(sb.state, "ssh", "id_rsa")
+    for opt in ("BatchMode=yes", "StrictHostKeyChecking=no", "-p 22", "-i " + key):
         check(opt in plm, f"{opt} not in plm_rsh_args {plm!r}")
     check("MPI_HOSTS=" + hosts in r.stderr, "log names MPI_HOSTS")
+    check(oct(os.stat(key).st_mode & 0o777) == "0o600", "client key copied with mode 0600")
 
 
 def test_exec_hydra_env(sb):
@@ -356,6 +368,72 @@ def test_worker_exec_sshd(sb):
     argv = sb.recorded("sshd")
     check(argv is not None and argv[:2] == ["-D", "-e"], f"sshd argv {argv}")
     check(sb.recorded("mpiexec") is None, "worker ran mpiexec")
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_gate_unreachable(sb):
+    """Readiness deadline: exit 5 naming the host and why; mpiexec never starts."""
+    env = sb.env(replicas="1", mpi_host="localhost")
+    env.pop("GJ_NO_WAIT")
+    env["GJ_SSH_PORT"] = str(free_port())
+    t0 = time.monotonic()
+    r = sb.run(["--ready-timeout", "2", sb.script], env)
+    expect_rc(r, 5, "unreachable worker")
+    check(time.monotonic() - t0 < 15, "deadline respected")
+    err = [l for l in r.stderr.splitlines() if " error]" in l]
+    check(len(err) == 1 and "workers not reachable after 2 s" in err[0] and "localhost" in err[0]
+          and "refused" in err[0], f"error line {err}")
+    check(sb.recorded("mpiexec") is None, "mpiexec started although a worker was not ready")
+
+
+def test_master_real_sshd_gate(sb):
+    """The whole master path on one machine: its own real sshd, the key copy, the readiness gate
+    with a real ssh login to a "worker" (localhost, served by that sshd), then mpiexec (stub)."""
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    if os.geteuid() != 0 or not os.path.exists(sshd) or not shutil.which("ssh-keygen"):
+        print("SKIP master_real_sshd_gate: needs root, sshd and ssh-keygen")
+        return
+    key = os.path.join(sb.ssh, "id_ed25519")
+    os.unlink(os.path.join(sb.ssh, "id_rsa"))
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
+    shutil.copy(key + ".pub", os.path.join(sb.ssh, "authorized_keys"))
+    os.chmod(key, 0o644)  # group-readable, like a mounted secret: gj-mpirun must copy it
+    env = sb.env(replicas="1", mpi_host="localhost")
+    for k in ("GJ_NO_WAIT", "GJ_NO_SSHD", "GJ_SSHD"):
+        env.pop(k)
+    env.update({"GJ_SSHD": sshd, "GJ_SSH_PORT": str(free_port()), "GJ_MASTER_HOST": "127.0.0.1"})
+    r = sb.run(["--supervise", "--ssh-check", "--ready-timeout", "30", sb.script], env, timeout=90)
+    expect_rc(r, 0, "master with real sshd")
+    argv = sb.recorded("mpiexec")
+    check(argv is not None, "mpiexec not started")
+    plm = argv[argv.index("plm_rsh_args") + 1]
+    check("-i " + os.path.join(sb.state, "ssh", "id_ed25519") in plm, plm)
+    check("ready" in r.stderr, r.stderr)
+    # The supervised run must not leave the master's sshd behind (sshd also removes its pid file).
+    config = os.path.join(sb.state, "sshd_config")
+    left = []
+    for _ in range(50):
+        left = [p for p in os.listdir("/proc") if p.isdigit() and config in _cmdline(p)]
+        if not left:
+            break
+        time.sleep(0.1)
+    for pid in left:
+        os.kill(int(pid), signal.SIGTERM)
+    check(not left, f"the master's sshd outlived the job: pids {left}")
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def test_help_version(sb):

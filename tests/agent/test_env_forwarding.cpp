@@ -14,14 +14,9 @@ std::vector<std::string> names(const std::vector<ForwardedVar>& vs) {
 }
 }  // namespace
 
-TEST_CASE("secret-looking names", "[env]") {
-  for (const char* s : {"AWS_SECRET_ACCESS_KEY", "api_key", "HF_TOKEN", "DB_PASSWORD", "GOOGLE_CREDENTIALS", "Secret"})
-    CHECK(is_secret_name(s));
-  for (const char* s : {"PATH", "NCCL_DEBUG", "OMP_NUM_THREADS", "MONKEY_MODE_X"}) {
-    INFO(s);
-    CHECK(is_secret_name(s) == (std::string(s).find("KEY") != std::string::npos));
-  }
+TEST_CASE("assignments of secret-looking names are redacted", "[env]") {
   CHECK(display_assignment("HF_TOKEN", "hf_abc") == "HF_TOKEN=<redacted>");
+  CHECK(display_assignment("aws_secret_access_key", "x") == "aws_secret_access_key=<redacted>");
   CHECK(display_assignment("MODE", "fast") == "MODE=fast");
 }
 
@@ -54,13 +49,4 @@ TEST_CASE("export requests: NAME, NAME=VALUE and PREFIX patterns", "[env]") {
     test::require_agent_error([&] { select_exports(env, {bad}, false); }, exit_code::kBadEnvironment,
                               std::string("--export/GJ_EXPORT entry \"") + bad + "\"");
   }
-}
-
-TEST_CASE("sshd session environment drops per-session variables", "[env]") {
-  const EnvMap env = {{"HOSTNAME", "w0"},    {"PWD", "/"},          {"SHLVL", "1"},       {"_", "/bin/x"},
-                      {"HOME", "/root"},     {"SSH_AUTH_SOCK", "s"}, {"NCCL_IB_HCA", "mlx5"}, {"PATH", "/bin"},
-                      {"MULTI", "a\nb"},     {"QUOTE", "a\"b"},     {"bad-name", "x"},    {"GJ_TRAINING_ROLE", "worker"}};
-  const auto got = session_env_for_sshd(env);
-  CHECK(got == std::vector<std::pair<std::string, std::string>>{
-                   {"GJ_TRAINING_ROLE", "worker"}, {"NCCL_IB_HCA", "mlx5"}, {"PATH", "/bin"}});
 }

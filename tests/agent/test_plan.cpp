@@ -141,15 +141,21 @@ TEST_CASE("rank command: .py under the interpreter, args unchanged", "[plan]") {
   CHECK(rank_command({"/app/train.pyc", {}, {}}, "py") == std::vector<std::string>{"/app/train.pyc"});
 }
 
-TEST_CASE("worker plan: sshd with the filtered pod environment", "[plan]") {
+TEST_CASE("sshd plan: settings and the session environment", "[plan]") {
   AgentSettings s;
   s.sshd = "/opt/sshd";
+  s.ssh_keygen = "/opt/keygen";
   s.state_dir = "/tmp/st";
+  s.ssh_dir = "/keys";
   s.ssh_port = 2222;
-  const SshdSetup setup = plan_worker_sshd(s, {{"NCCL_IB_HCA", "mlx5_0"}, {"HOSTNAME", "w0"}, {"PATH", "/bin"}});
+  const std::vector<std::pair<std::string, std::string>> env = {{"NCCL_IB_HCA", "mlx5_0"}, {"PATH", "/bin"}};
+  const SshdSetup setup = plan_sshd(s, env);
   CHECK(setup.sshd_path == "/opt/sshd");
+  CHECK(setup.ssh_keygen == "/opt/keygen");
+  CHECK(setup.state_dir == "/tmp/st");
+  CHECK(setup.ssh_dir == "/keys");
   CHECK(setup.port == 2222);
-  CHECK(setup.session_env == std::vector<std::pair<std::string, std::string>>{{"NCCL_IB_HCA", "mlx5_0"}, {"PATH", "/bin"}});
+  CHECK(setup.session_env == env);
   CHECK(worker_sshd_argv(setup) == std::vector<std::string>{"/opt/sshd", "-D", "-e", "-f", "/tmp/st/sshd_config"});
 }
 

@@ -143,6 +143,20 @@ TEST_CASE("readiness: DNS with search domains and ndots - against a fake server"
   CHECK(std::count(asked.begin(), asked.end(), "A w1.job") == 0);
 }
 
+TEST_CASE("readiness: a name DNS does not know is Unresolvable naming every name tried") {
+  Fixture f;
+  gj::test::FakeDns dns({});
+  f.opts.dns_port = dns.port();
+  f.opts.deadline = 300ms;
+  gj::test::replace_file(f.opts.resolv_conf, "nameserver 127.0.0.1\nsearch a.svc b.svc\noptions ndots:2\n");
+  auto r = wait({"w9.job"}, f.opts);
+  CHECK_FALSE(r.all_ready);
+  CHECK(r.hosts[0].state == HostState::Unresolvable);
+  CHECK(r.hosts[0].detail == "name not resolvable: not in " + f.opts.hosts_file +
+                                 "; no such name in DNS (w9.job.a.svc, w9.job.b.svc, w9.job)");
+  CHECK(r.hosts[0].attempts >= 2);  // retried until the deadline
+}
+
 TEST_CASE("readiness: a name the DNS server learns late becomes Ready") {
   Fixture f;
   gj::test::FakeDns dns({});

@@ -146,6 +146,8 @@ TEST_CASE("real sshd (master - background): key login - no passwords - SetEnv in
   setup.ssh_dir = secret.dir.path();
   setup.port = gj::test::free_port();
   setup.listen_addresses = {"127.0.0.1"};
+  setup.shadow_file = run / "shadow";  // an image whose root account is locked: warned about
+  std::ofstream(setup.shadow_file) << "daemon:*:19000::::::\nroot:!:19000::::::\n";
   const std::string tricky = "a b \"dq\" 'sq' \\back $HOME `id` #hash\ttab";
   const std::string path = "/opt/gj-test/bin:/usr/local/bin:/usr/bin:/bin";
   std::vector<std::string> warnings;
@@ -165,8 +167,10 @@ TEST_CASE("real sshd (master - background): key login - no passwords - SetEnv in
        << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count() << " ms");
   REQUIRE(accepts(setup.port));  // start_background_sshd returns only once sshd listens
   gj::set_warning_sink([](const std::string& w) { fprintf(stderr, "warning: %s\n", w.c_str()); });
-  CHECK(warnings == std::vector<std::string>{"GJ_TEST_LATE_NEWLINE not passed to ssh sessions: value contains a line "
-                                             "break (cannot be written to sshd_config)"});
+  REQUIRE(warnings.size() == 2);
+  CHECK_THAT(warnings[0], Catch::StartsWith("root's password field in " + setup.shadow_file + " starts with '!'"));
+  CHECK(warnings[1] == "GJ_TEST_LATE_NEWLINE not passed to ssh sessions: value contains a line break (cannot be "
+                       "written to sshd_config)");
 
   // Files: state dir 0700, everything in it 0600 (host key, authorized_keys, sshd_config).
   CHECK(mode_of(setup.state_dir) == 0700);

@@ -37,6 +37,7 @@ TEST_CASE("hosts file lookup") {
                       Row{"dup", {"10.0.0.10", "10.0.0.11"}}, Row{"", {}});
   CAPTURE(row.name);
   CHECK(strings(gj::lookup_hosts(entries, row.name)) == row.expected);
+  CHECK(strings(gj::lookup_hosts(gj::index_hosts(entries), row.name)) == row.expected);
 }
 
 TEST_CASE("resolv.conf parsing") {

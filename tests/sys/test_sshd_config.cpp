@@ -143,3 +143,17 @@ TEST_CASE("plain config paths") {
   CAPTURE(row.path);
   CHECK(gj::is_plain_config_path(row.path) == row.ok);
 }
+
+TEST_CASE("locked accounts in /etc/shadow as OpenSSH sees them") {
+  struct Row {
+    std::string shadow;
+    bool locked;
+  };
+  auto row = GENERATE(Row{"root:*:19000:0:99999:7:::\n", false}, Row{"root:!:19000::::::\n", true},
+                      Row{"root:!!:19000::::::\n", true}, Row{"root:!$6$salt$hash:19000::::::\n", true},
+                      Row{"root:$6$salt$hash:19000::::::\n", false}, Row{"root::19000::::::\n", false},
+                      Row{"daemon:!:1::::::\nroot:*:1::::::\n", false}, Row{"rootx:!:1::::::\n", false},
+                      Row{"", false});
+  CAPTURE(row.shadow);
+  CHECK(gj::shadow_account_locked(row.shadow, "root") == row.locked);
+}

@@ -26,6 +26,7 @@ struct SshdSetup {
   std::string ssh_keygen = "ssh-keygen";   // GJ_SSH_KEYGEN: resolved through PATH
   std::vector<std::string> listen_addresses{"0.0.0.0", "::"};
   std::chrono::milliseconds listen_timeout{std::chrono::seconds(10)};  // master: wait for listen
+  std::string shadow_file = "/etc/shadow";  // checked for a locked root account (warning only)
 };
 
 // Thrown by everything below; exit_code is the documented gj-mpirun exit code for the class.

@@ -75,7 +75,7 @@ void AsyncResolver::refresh_files(Clock::time_point now) {
   last_refresh_ = now;
   if (auto s = file_stamp(config_.hosts_file); s != hosts_stamp_) {
     hosts_stamp_ = s;
-    hosts_ = parse_hosts(read_file(config_.hosts_file));
+    hosts_ = index_hosts(parse_hosts(read_file(config_.hosts_file)));
   }
   if (auto s = file_stamp(config_.resolv_conf); s != resolv_stamp_) {
     resolv_stamp_ = s;
@@ -189,16 +189,24 @@ void AsyncResolver::advance(std::size_t token, Lookup& l, const std::string& out
       return;
     }
     l.outcomes.push_back(outcome);
-    finish(token, {}, "not in " + config_.hosts_file + ", DNS: " + join(l.outcomes, "; "));
+    finish(token, {}, failure_reason(l));
     return;
   }
-  l.outcomes.push_back(outcome);
+  if (kind == Failure::NoSuchName && outcome.empty()) l.missing.push_back(l.names[l.name_index]);
+  else l.outcomes.push_back(outcome);
   l.attempt = 0;
   if (++l.name_index >= l.names.size()) {
-    finish(token, {}, "not in " + config_.hosts_file + ", DNS: " + join(l.outcomes, "; "));
+    finish(token, {}, failure_reason(l));
     return;
   }
   send_current(token, l, now);
+}
+
+std::string AsyncResolver::failure_reason(const Lookup& l) const {
+  std::vector<std::string> parts;
+  if (!l.missing.empty()) parts.push_back("no such name in DNS (" + join(l.missing, ", ") + ")");
+  parts.insert(parts.end(), l.outcomes.begin(), l.outcomes.end());
+  return "not in " + config_.hosts_file + "; " + join(parts, "; ");
 }
 
 void AsyncResolver::finish(std::size_t token, std::vector<IpAddress> addrs, std::string reason) {
@@ -245,7 +253,7 @@ void AsyncResolver::drain(int fd, Clock::time_point now) {
     ids_.erase(id_it);
     const std::string server = l.servers[l.server_index].to_string();
     if (reply->rcode == kDnsRcodeNxDomain) {
-      advance(token, l, qname + ": no such name", Failure::NoSuchName, now);
+      advance(token, l, "", Failure::NoSuchName, now);  // "" = plain NXDOMAIN, listed compactly
       continue;
     }
     if (reply->rcode != kDnsRcodeNoError) {

@@ -65,7 +65,8 @@ class AsyncResolver {
     bool server_failed = false;
     std::vector<IpAddress> v4, v6;
     Clock::time_point deadline;
-    std::vector<std::string> outcomes;  // per name tried, for the failure reason
+    std::vector<std::string> missing;   // names answered with NXDOMAIN
+    std::vector<std::string> outcomes;  // other failures, for the failure reason
   };
 
   void refresh_files(Clock::time_point now);
@@ -73,6 +74,7 @@ class AsyncResolver {
   enum class Failure { NoSuchName, ServerFailed, TimedOut };
   void advance(std::size_t token, Lookup& l, const std::string& outcome, Failure kind, Clock::time_point now);
   void start_waiting(Clock::time_point now);
+  std::string failure_reason(const Lookup& l) const;
   void finish(std::size_t token, std::vector<IpAddress> addrs, std::string reason);
   int socket_for(int family);
   std::uint16_t allocate_id(std::size_t token);
@@ -91,7 +93,7 @@ class AsyncResolver {
   bool start_waiting_ = false;
   // Cached file contents, re-read when the file's identity or mtime changes.
   std::string hosts_stamp_, resolv_stamp_;
-  std::vector<HostsEntry> hosts_;
+  HostsIndex hosts_;
   ResolvConf resolv_;
   Clock::time_point last_refresh_{};
 };

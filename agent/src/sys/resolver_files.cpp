@@ -74,6 +74,21 @@ std::vector<IpAddress> lookup_hosts(const std::vector<HostsEntry>& entries, std:
   return out;
 }
 
+HostsIndex index_hosts(const std::vector<HostsEntry>& entries) {
+  HostsIndex index;
+  for (const auto& e : entries)
+    for (const auto& n : e.names) {
+      auto& addrs = index[n];
+      if (std::find(addrs.begin(), addrs.end(), e.address) == addrs.end()) addrs.push_back(e.address);
+    }
+  return index;
+}
+
+std::vector<IpAddress> lookup_hosts(const HostsIndex& index, std::string_view name) {
+  auto it = index.find(normalize(name));
+  return it == index.end() ? std::vector<IpAddress>{} : it->second;
+}
+
 ResolvConf parse_resolv_conf(std::string_view text) {
   ResolvConf conf;
   for_each_line(text, [&](std::string_view line) {

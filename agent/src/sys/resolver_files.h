@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "ip_address.h"
@@ -20,6 +21,11 @@ std::vector<HostsEntry> parse_hosts(std::string_view text);
 
 // Every address listed for name (case-insensitive, a trailing dot ignored), in file order.
 std::vector<IpAddress> lookup_hosts(const std::vector<HostsEntry>& entries, std::string_view name);
+
+// The same lookups for many names: name (lower case) -> addresses in file order.
+using HostsIndex = std::unordered_map<std::string, std::vector<IpAddress>>;
+HostsIndex index_hosts(const std::vector<HostsEntry>& entries);
+std::vector<IpAddress> lookup_hosts(const HostsIndex& index, std::string_view name);
 
 struct ResolvConf {
   std::vector<IpAddress> nameservers;  // at most 3, as glibc; none given means 127.0.0.1

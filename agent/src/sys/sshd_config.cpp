@@ -96,4 +96,19 @@ RenderedSshdConfig render_sshd_config(const SshdConfigSpec& spec) {
   return r;
 }
 
+bool shadow_account_locked(std::string_view shadow_text, std::string_view user) {
+  std::size_t start = 0;
+  while (start < shadow_text.size()) {
+    std::size_t end = shadow_text.find('\n', start);
+    if (end == std::string_view::npos) end = shadow_text.size();
+    std::string_view line = shadow_text.substr(start, end - start);
+    start = end + 1;
+    if (line.size() > user.size() && line.substr(0, user.size()) == user && line[user.size()] == ':') {
+      std::string_view pw = line.substr(user.size() + 1);
+      return !pw.empty() && pw[0] == '!';
+    }
+  }
+  return false;
+}
+
 }  // namespace gj

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,5 +36,10 @@ std::string setenv_argument(const std::string& name, const std::string& value);
 bool is_plain_config_path(const std::string& path);
 
 RenderedSshdConfig render_sshd_config(const SshdConfigSpec& spec);
+
+// True when /etc/shadow text marks `user` as locked the way OpenSSH on Linux checks it (the
+// password field starts with '!'). With UsePAM no, sshd then refuses every login of that user,
+// keys included ("User root not allowed because account is locked").
+bool shadow_account_locked(std::string_view shadow_text, std::string_view user);
 
 }  // namespace gj

@@ -66,6 +66,18 @@ void ensure_host_key(const SshdSetup& setup) {
                                       ": " + last_line(r.output));
 }
 
+void warn_if_root_locked(const SshdSetup& setup) {
+  if (::geteuid() != 0) return;
+  std::ifstream in(setup.shadow_file);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (shadow_account_locked(text.str(), "root"))
+    warn("root's password field in " + setup.shadow_file +
+         " starts with '!' (locked): sshd with UsePAM no refuses every login of a locked account, keys "
+         "included, so MPI ranks cannot start on this node; unlock it without a password in the image: "
+         "usermod -p '*' root");
+}
+
 // The full preparation both roles share; returns the sshd_config path.
 std::string prepare_sshd(const SshdSetup& setup) {
   check_sshd(setup);
@@ -77,6 +89,7 @@ std::string prepare_sshd(const SshdSetup& setup) {
   ensure_private_dir(setup.state_dir, "GJ_STATE_DIR");
   ensure_privsep_dir(setup.privsep_dir);
   ensure_host_key(setup);
+  warn_if_root_locked(setup);
   copy_private_file(setup.ssh_dir + "/authorized_keys", setup.state_dir + "/authorized_keys");
 
   SshdConfigSpec spec;
