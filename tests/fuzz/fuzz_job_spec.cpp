@@ -21,6 +21,7 @@
 #include "hosts.h"
 #include "job_spec.h"
 #include "plan.h"
+#include "sys/session_env.h"
 
 namespace {
 
@@ -94,7 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const gj::JobSpec spec = gj::parse_job_spec(env);
     if (spec.role == gj::Role::Worker) {
-      const auto setup = gj::plan_worker_sshd(spec.settings, env);
+      const gj::EnvList pod_env(env.begin(), env.end());
+      const auto setup = gj::plan_sshd(spec.settings, gj::filter_session_env(pod_env).kept);
       for (const auto& [name, value] : setup.session_env) {
         GJ_FUZZ_CHECK(is_identifier(name), "session variable name is not an identifier: " + name);
         GJ_FUZZ_CHECK(value.find('\n') == std::string::npos, "session value with a newline: " + name);

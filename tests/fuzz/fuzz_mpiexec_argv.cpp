@@ -13,7 +13,8 @@
 //  - the host value is exactly the plan's hosts, or a hostfile with one "host slots" line per
 //    host and no host in argv; -np/-n is the plan's np;
 //  - in Auto mode no argv element reaches the kernel's 128 KiB MAX_ARG_STRLEN;
-//  - redacted_argv() hides the value of every secret-looking export.
+//  - redacted_argv() hides the value of every secret-looking export, and a rejected export
+//    request does not show it in its error either.
 #include <cstdint>
 #include <map>
 #include <string_view>
@@ -250,6 +251,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     plan.exports = gj::select_exports(in.env, in.requests, in.defaults).vars;
   } catch (const gj::AgentError& e) {
     GJ_FUZZ_CHECK(e.message.find_first_of("\n\r") == std::string::npos, "multi-line error: " + e.message);
+    // A rejected NAME=VALUE request must not print a secret-looking name's value. Only values
+    // holding a '%' (no message text has one) are checked, so a match cannot be a coincidence.
+    for (const auto& r : in.requests) {
+      const auto eq = r.find('=');
+      if (eq == std::string::npos || !secret_name(r.substr(0, eq))) continue;
+      const std::string value = r.substr(eq + 1);
+      if (value.size() >= 2 && value.find('%') != std::string::npos)
+        GJ_FUZZ_CHECK(e.message.find(value) == std::string::npos, "error shows a secret value: " + e.message);
+    }
     return 0;
   }
 
