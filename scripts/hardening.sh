@@ -11,6 +11,7 @@
 #   GJ_FUZZ_SECONDS         seconds per fuzz target, 0 = skip     (default: 60)
 #   GJ_HARDENING_EXCLUDE    ctest -LE regex of labels not run     (default: multihost|gpu|examples|bench|fuzz_run)
 #   GJ_JOBS                 parallel build and test jobs          (default: nproc)
+#   GJ_HARDENING_SOURCE_DIR CMake source dir                      (default: the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -51,7 +52,7 @@ export OMPI_MCA_mca_base_component_disable_dlclose=1
 # that need it); a local mpiexec passes its whole environment to local ranks.
 
 echo "== hardening: configure $build (clang, GJ_SANITIZE=ON, GJ_FUZZ=ON, CUDA off)"
-CC=clang CXX=clang++ cmake -S . -B "$build" \
+CC=clang CXX=clang++ cmake -S "${GJ_HARDENING_SOURCE_DIR:-.}" -B "$build" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGJ_SANITIZE=ON -DGJ_FUZZ=ON \
   -DGJ_WITH_CUDA=OFF -DGJ_WITH_NCCL=OFF \
@@ -86,19 +87,20 @@ if [ "$seconds" -le 0 ]; then
   exit 0
 fi
 
-manifest="$build/tests/fuzz/fuzz-targets.tsv"
-[ -s "$manifest" ] || die "no fuzz targets in $manifest (is tests/fuzz wired into tests/CMakeLists.txt?)"
+manifest=$(find "$build" -name fuzz-targets.tsv -print -quit)
+[ -n "$manifest" ] && [ -s "$manifest" ] || die "no fuzz targets in $build (is tests/fuzz wired into tests/CMakeLists.txt?)"
+fuzz_dir=$(dirname "$manifest")
 
 summary=()
 while IFS=$'\t' read -r name exe seeds dict; do
   [ -n "$name" ] || continue
-  work="$build/tests/fuzz/work/$name"
-  artifacts="$build/tests/fuzz/artifacts/$name"
+  work="$fuzz_dir/work/$name"
+  artifacts="$fuzz_dir/artifacts/$name"
   mkdir -p "$work" "$artifacts"
   dict_arg=()
   [ -f "$dict" ] && dict_arg=("-dict=$dict")
   echo "== hardening: fuzz $name for ${seconds}s"
-  log="$build/tests/fuzz/$name.log"
+  log="$fuzz_dir/$name.log"
   # -timeout: one input taking over 10 s is a hang; -rss_limit_mb: unbounded growth is a bug.
   # No log_path here: libFuzzer's own log must hold the report next to the crashing input.
   if ! ASAN_OPTIONS="${ASAN_OPTIONS#log_path=*:}" UBSAN_OPTIONS="${UBSAN_OPTIONS#log_path=*:}" \
