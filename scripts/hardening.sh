@@ -14,6 +14,8 @@
 #                           runs come after, the agent is not static in a sanitized build)
 #   GJ_JOBS                 parallel build and test jobs          (default: nproc)
 #   GJ_HARDENING_SOURCE_DIR CMake source dir                      (default: the repository root)
+#   GJ_HARDENING_TARGETS    build only these targets (space-separated; quick runs)  (default: all)
+#   GJ_HARDENING_TESTS      ctest -R regex of the tests to run                      (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -61,7 +63,9 @@ CC=clang CXX=clang++ cmake -S "${GJ_HARDENING_SOURCE_DIR:-.}" -B "$build" \
   -DGJ_BUILD_BENCH=OFF
 
 echo "== hardening: build"
-cmake --build "$build" -j"$jobs"
+targets=()
+for t in ${GJ_HARDENING_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j"$jobs" "${targets[@]}"
 
 check_logs() {
   local found
@@ -77,7 +81,9 @@ check_logs() {
 
 echo "== hardening: tests under ASan+UBSan (excluding: $exclude)"
 start=$(date +%s)
-if ! ctest --test-dir "$build" --output-on-failure -j"$jobs" --timeout 300 -E "$exclude"; then
+include=()
+[ -n "${GJ_HARDENING_TESTS:-}" ] && include=(-R "$GJ_HARDENING_TESTS")
+if ! ctest --test-dir "$build" --output-on-failure -j"$jobs" --timeout 300 -E "$exclude" "${include[@]}"; then
   check_logs "failing ctest"
   die "ctest under sanitizers failed (no sanitizer report; see the output above)"
 fi
