@@ -63,3 +63,39 @@ function(gj_link_fully_static tgt)
     target_link_options(${tgt} PRIVATE -static)
   endif()
 endfunction()
+
+# One call at the end of the top-level CMakeLists.txt instead of a line per target: under
+# GJ_SANITIZE, every library and executable defined in this project (not imported ones) links
+# gj_sanitize, and an executable linked with -static (gj-mpirun) is linked dynamically. Does
+# nothing when GJ_SANITIZE is OFF, so the release build is untouched.
+function(gj_sanitize_all_targets)
+  if(NOT GJ_SANITIZE)
+    return()
+  endif()
+  set(dirs "${CMAKE_SOURCE_DIR}")
+  while(dirs)
+    list(POP_FRONT dirs dir)
+    get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+    list(APPEND dirs ${subdirs})
+    get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(tgt IN LISTS targets)
+      get_target_property(type ${tgt} TYPE)
+      if(NOT type MATCHES "^(STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY|EXECUTABLE)$")
+        continue()
+      endif()
+      get_target_property(link_opts ${tgt} LINK_OPTIONS)
+      if(link_opts AND "-static" IN_LIST link_opts)
+        list(REMOVE_ITEM link_opts -static)
+        set_target_properties(${tgt} PROPERTIES LINK_OPTIONS "${link_opts}")
+      endif()
+      # Direct options rather than target_link_libraries(): works whatever signature the
+      # owner used for the target, and a static library's consumers get the runtime anyway
+      # because every executable here gets the link flag.
+      target_compile_options(${tgt} PRIVATE $<$<COMPILE_LANGUAGE:C,CXX>:${GJ_SANITIZER_FLAGS}>)
+      if(GJ_FUZZ)
+        target_compile_options(${tgt} PRIVATE $<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link>)
+      endif()
+      target_link_options(${tgt} PRIVATE -fsanitize=address,undefined)
+    endforeach()
+  endwhile()
+endfunction()
