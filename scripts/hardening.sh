@@ -67,16 +67,30 @@ targets=()
 for t in ${GJ_HARDENING_TARGETS:-}; do targets+=(--target "$t"); done
 cmake --build "$build" -j"$jobs" "${targets[@]}"
 
-check_logs() {
+# Every problem is collected and the run goes on, so one CI run reports all of them; the
+# script fails at the end when there was any.
+problems=()
+
+check_logs() {  # $1: the stage; records a problem when any sanitizer report was written
   local found
-  found=$(find "$logs" -type f -size +0 | sort)
-  if [ -n "$found" ]; then
-    for f in $found; do
-      echo "---- $f" >&2
-      head -n 60 "$f" >&2
-    done
-    die "sanitizer reports after $1 (full logs in $logs)"
+  found=$(find "$logs" -maxdepth 1 -type f -size +0 | sort)
+  [ -z "$found" ] && return 0
+  for f in $found; do
+    echo "---- $f" >&2
+    head -n 60 "$f" >&2
+  done
+  mkdir -p "$logs/seen"
+  mv $found "$logs/seen/"
+  problems+=("sanitizer reports during $1 (kept in $logs/seen)")
+}
+
+finish() {
+  if [ ${#problems[@]} -gt 0 ]; then
+    printf 'PROBLEM %s\n' "${problems[@]}" >&2
+    die "${#problems[@]} problem(s), listed in the PROBLEM lines above"
   fi
+  echo "== hardening: OK"
+  exit 0
 }
 
 echo "== hardening: tests under ASan+UBSan (excluding: $exclude)"
@@ -84,15 +98,14 @@ start=$(date +%s)
 include=()
 [ -n "${GJ_HARDENING_TESTS:-}" ] && include=(-R "$GJ_HARDENING_TESTS")
 if ! ctest --test-dir "$build" --output-on-failure -j"$jobs" --timeout 300 -E "$exclude" "${include[@]}"; then
-  check_logs "failing ctest"
-  die "ctest under sanitizers failed (no sanitizer report; see the output above)"
+  problems+=("ctest under sanitizers: failing tests (see ctest's list above)")
 fi
 echo "   tests took $(( $(date +%s) - start )) s"
 check_logs "ctest"
 
 if [ "$seconds" -le 0 ]; then
   echo "== hardening: GJ_FUZZ_SECONDS=0, fuzzing skipped"
-  exit 0
+  finish
 fi
 
 manifest=$(find "$build" -name fuzz-targets.tsv -print -quit)
@@ -114,8 +127,8 @@ while IFS=$'\t' read -r name exe seeds dict; do
   if ! ASAN_OPTIONS="${ASAN_OPTIONS#log_path=*:}" UBSAN_OPTIONS="${UBSAN_OPTIONS#log_path=*:}" \
       "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       "${dict_arg[@]}" -artifact_prefix="$artifacts/" "$work" "$seeds" >"$log" 2>&1; then
-    tail -n 60 "$log" >&2
-    die "fuzz target $name found a problem; reproducer in $artifacts/ (replay: $exe <file>)"
+    tail -n 40 "$log" >&2
+    problems+=("fuzz target $name: reproducer in $artifacts/ (replay: $exe <file>; log $log)")
   fi
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
@@ -126,4 +139,4 @@ done <"$manifest"
 
 echo "== hardening: fuzz summary (${seconds}s each)"
 printf '   %s\n' "${summary[@]}"
-echo "== hardening: OK"
+finish
