@@ -59,6 +59,9 @@ const std::vector<EnvVarDoc> kTable = {
     {"GJ_SUPERVISE", "--supervise / --no-supervise", "auto",
      "auto: supervise mpiexec (forward signals, reap zombies) only when gj-mpirun is PID 1; 1: always; 0: exec"},
     {"GJ_LOG_LEVEL", "--log-level", "info", "trace, debug, info, warn, error, off"},
+    // Read, not set by gj-mpirun.
+    {"PATH", "", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+     "where mpiexec, the interpreter, sshd, ssh-keygen and a bare script name are looked up"},
 };
 
 const EnvVarDoc& doc(const std::string& name) {

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "agent_error.h"
 #include "exit_codes.h"
@@ -60,7 +61,8 @@ std::string resolve_script(const std::string& script, const EnvMap& env) {
   const std::string fix = "; pass the absolute path of the entry file in the image";
   std::string path;
   if (script.find('/') != std::string::npos) {
-    path = script[0] == '/' ? script : current_dir() + "/" + script;
+    // Lexically normal ("/app/./a/../t.sh" -> "/app/t.sh"): the path every rank sees in ps/logs.
+    path = std::filesystem::path(script[0] == '/' ? script : current_dir() + "/" + script).lexically_normal().string();
   } else if (access(script.c_str(), F_OK) == 0) {
     path = current_dir() + "/" + script;
   } else {

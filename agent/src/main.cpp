@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 
@@ -30,6 +31,9 @@ gj::EnvMap copy_environment() {
 
 int fail(int code, const std::string& message, bool write_termination) {
   spdlog::error("{}", message);
+  // A failure after the master started its background sshd (gate deadline, key copy, exec)
+  // must not leave that sshd behind.
+  gj::terminate_owned_processes(std::chrono::milliseconds(500));
   if (write_termination) gj::write_termination_message(message);
   return code;
 }

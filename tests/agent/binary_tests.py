@@ -106,8 +106,8 @@ class Sandbox:
             env["MPI_HOST"] = mpi_host
         return env
 
-    def run(self, args, env, timeout=20):
-        return subprocess.run([GJ] + args, env=env, capture_output=True, text=True, timeout=timeout)
+    def run(self, args, env, timeout=20, cwd=None):
+        return subprocess.run([GJ] + args, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
     def recorded(self, name):
         path = os.path.join(self.bin, name + ".argv")
@@ -117,8 +117,27 @@ class Sandbox:
             data = f.read()
         return [a.decode() for a in data.split(b"\0")[:-1]]
 
+    def use_real_keypair(self):
+        """Replaces the fake key by a real ed25519 pair that authorized_keys accepts; returns the
+        private key's path (mode 0644, group-readable like a mounted secret)."""
+        key = os.path.join(self.ssh, "id_ed25519")
+        os.unlink(os.path.join(self.ssh, "id_rsa"))
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
+        shutil.copy(key + ".pub", os.path.join(self.ssh, "authorized_keys"))
+        os.chmod(key, 0o644)
+        return key
+
     def close(self):
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def real_sshd(test):
+    """The machine's sshd when this test can run a real one (root, sshd, ssh-keygen), else None."""
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    if os.geteuid() != 0 or not os.path.exists(sshd) or not shutil.which("ssh-keygen"):
+        print(f"SKIP {test}: needs root, sshd and ssh-keygen")
+        return None
+    return sshd
 
 
 def expect_rc(r, want, what):
@@ -154,6 +173,43 @@ def test_dry_run_text(sb):
     check(sb.recorded("mpiexec") is None, "dry run ran mpiexec (beyond --version)")
     check(sb.recorded("sshd") is None, "dry run started sshd")
     check(not os.path.exists(sb.state), "dry run created the state dir")
+
+
+def test_script_resolution(sb):
+    """Ranks on other nodes do not share the launcher's cwd: relative scripts become absolute;
+    a bare name not in the cwd is looked up in PATH."""
+    true_path = shutil.which("true", path=sb.env()["PATH"])
+    cases = [("train.sh", [sb.script]), ("./train.sh", [sb.script]), ("train.py", ["python3", sb.py]),
+             ("true", [os.path.realpath(true_path)] if true_path else None)]
+    for given, want in cases:
+        if want is None:
+            continue
+        r = sb.run(["--dry-run", "--json", given, "arg"], sb.env(), cwd=sb.dir)
+        expect_rc(r, 0, given)
+        argv = json.loads(r.stdout)["argv"]
+        got = argv[-len(want) - 1:]
+        if given == "true":
+            got = [os.path.realpath(got[0])] + got[1:]
+        check(got == want + ["arg"], f"{given}: argv tail {got}, want {want + ['arg']}")
+
+
+def test_volcano_hosts_file(sb):
+    """MPI_HOST absent: the hosts come from /etc/volcano/worker.host (Volcano's svc plugin).
+    Runs in a private mount namespace with a tmpfs over /etc, so the machine's /etc is untouched."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or unshare is None:
+        print("SKIP volcano_hosts_file: needs root and unshare")
+        return
+    hosts = os.path.join(sb.dir, "worker.host")
+    with open(hosts, "w") as f:
+        f.write("job-worker-0.job\njob-worker-1.job\n")
+    inner = ("mount -t tmpfs tmpfs /etc && mkdir /etc/volcano && cp \"$0\" /etc/volcano/worker.host && "
+             "exec \"$1\" --dry-run --json --mpi openmpi \"$2\"")
+    r = subprocess.run([unshare, "--mount", "--propagation", "private", "sh", "-c", inner, hosts, GJ, sb.script],
+                       env=sb.env(mpi_host=None), capture_output=True, text=True, timeout=30)
+    expect_rc(r, 0, "hosts from /etc/volcano/worker.host")
+    got = [h["host"] for h in json.loads(r.stdout)["hosts"]]
+    check(got == ["job-master-0.job", "job-worker-0.job", "job-worker-1.job"], f"hosts {got}")
 
 
 def test_dry_run_json(sb):
@@ -370,6 +426,42 @@ def test_worker_exec_sshd(sb):
     check(sb.recorded("mpiexec") is None, "worker ran mpiexec")
 
 
+def test_missing_programs(sb):
+    """mpiexec / sshd / ssh-keygen that cannot run: 127 (or 126), one line naming the setting."""
+    cases = [
+        ("mpiexec, detected", dict(GJ_MPIEXEC="/nonexistent/mpiexec"), [sb.script], 127, "/nonexistent/mpiexec"),
+        ("mpiexec, --mpi given", dict(GJ_MPIEXEC="/nonexistent/mpiexec"), ["--mpi", "openmpi", sb.script], 127,
+         "/nonexistent/mpiexec"),
+        ("mpiexec not executable", dict(GJ_MPIEXEC=sb.py), ["--mpi", "openmpi", sb.script], 126, sb.py),
+        ("worker sshd", dict(GJ_TRAINING_ROLE="worker", GJ_SSHD="/nonexistent/sshd"), [], 127, "GJ_SSHD"),
+    ]
+    for name, over, args, code, text in cases:
+        env = sb.env(mpi_host="", replicas="0")
+        env.update(over)
+        r = sb.run(args, env)
+        expect_rc(r, code, name)
+        errors = [l for l in r.stderr.splitlines() if " error]" in l]
+        check(len(errors) == 1 and text in errors[0], f"{name}: {r.stderr!r}")
+
+
+def test_pid1_supervises_by_default(sb):
+    """As PID 1 (a new PID namespace) gj-mpirun supervises: a job killed by SIGKILL becomes exit
+    137 instead of killing the container's init."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or unshare is None:
+        print("SKIP pid1_supervises_by_default: needs root and unshare")
+        return
+    env = sb.env(mpi_host="", replicas="0")
+    env["STUB_MODE"] = "signal:KILL"
+    r = subprocess.run([unshare, "--pid", "--fork", GJ, sb.script], env=env, capture_output=True, text=True,
+                       timeout=30)
+    expect_rc(r, 137, "PID 1, default supervise")
+    env["GJ_SUPERVISE"] = "0"
+    r = subprocess.run([unshare, "--pid", "--fork", GJ, sb.script], env=env, capture_output=True, text=True,
+                       timeout=30)
+    check(r.returncode != 137, f"GJ_SUPERVISE=0 as PID 1 still supervised: {r.returncode}")
+
+
 def free_port():
     import socket
     with socket.socket() as s:
@@ -395,15 +487,10 @@ def test_gate_unreachable(sb):
 def test_master_real_sshd_gate(sb):
     """The whole master path on one machine: its own real sshd, the key copy, the readiness gate
     with a real ssh login to a "worker" (localhost, served by that sshd), then mpiexec (stub)."""
-    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
-    if os.geteuid() != 0 or not os.path.exists(sshd) or not shutil.which("ssh-keygen"):
-        print("SKIP master_real_sshd_gate: needs root, sshd and ssh-keygen")
+    sshd = real_sshd("master_real_sshd_gate")
+    if sshd is None:
         return
-    key = os.path.join(sb.ssh, "id_ed25519")
-    os.unlink(os.path.join(sb.ssh, "id_rsa"))
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
-    shutil.copy(key + ".pub", os.path.join(sb.ssh, "authorized_keys"))
-    os.chmod(key, 0o644)  # group-readable, like a mounted secret: gj-mpirun must copy it
+    sb.use_real_keypair()  # group-readable, like a mounted secret: gj-mpirun must copy it
     env = sb.env(replicas="1", mpi_host="localhost")
     for k in ("GJ_NO_WAIT", "GJ_NO_SSHD", "GJ_SSHD"):
         env.pop(k)
@@ -416,6 +503,10 @@ def test_master_real_sshd_gate(sb):
     check("-i " + os.path.join(sb.state, "ssh", "id_ed25519") in plm, plm)
     check("ready" in r.stderr, r.stderr)
     # The supervised run must not leave the master's sshd behind (sshd also removes its pid file).
+    check_no_sshd_left(sb)
+
+
+def check_no_sshd_left(sb):
     config = os.path.join(sb.state, "sshd_config")
     left = []
     for _ in range(50):
@@ -425,7 +516,25 @@ def test_master_real_sshd_gate(sb):
         time.sleep(0.1)
     for pid in left:
         os.kill(int(pid), signal.SIGTERM)
-    check(not left, f"the master's sshd outlived the job: pids {left}")
+    check(not left, f"the master's sshd outlived gj-mpirun: pids {left}")
+
+
+def test_master_sshd_cleanup_on_failure(sb):
+    """A failure after the master's sshd started (here: no client key to copy, exit 6) stops
+    that sshd before gj-mpirun exits."""
+    sshd = real_sshd("master_sshd_cleanup_on_failure")
+    if sshd is None:
+        return
+    os.unlink(os.path.join(sb.ssh, "id_rsa"))
+    env = sb.env(replicas="1", mpi_host="localhost")
+    for k in ("GJ_NO_SSHD", "GJ_SSHD"):
+        env.pop(k)
+    env.update({"GJ_SSHD": sshd, "GJ_SSH_PORT": str(free_port()), "GJ_MASTER_HOST": "127.0.0.1"})
+    r = sb.run([sb.script], env, timeout=60)
+    expect_rc(r, 6, "no client key")
+    check("Server listening" in r.stderr, f"sshd did not start first:\n{r.stderr}")
+    check_no_sshd_left(sb)
+    check(sb.recorded("mpiexec") is None, "mpiexec started")
 
 
 def _cmdline(pid):
@@ -469,6 +578,28 @@ def test_real_mpi_job(sb):
     check("allreduce ok" in r.stdout, r.stdout)
 
 
+def test_real_mpi_over_ssh(sb):
+    """Real Open MPI reaching a second "host" (127.0.0.2, not a local interface address, so Open
+    MPI launches its daemon there over ssh) through the master's own sshd: the ssh options,
+    copied key and port of the plan work, and a rank started over ssh sees the pod environment
+    through sshd's SetEnv (GJ_E2E_MARKER is not forwarded by mpiexec)."""
+    program = EXTRA[0]
+    if real_sshd("real_mpi_over_ssh") is None:
+        return
+    sb.use_real_keypair()
+    env = sb.env(master_cpu="1", worker_cpu="1", replicas="1", mpi_host="127.0.0.2")
+    for k in ("GJ_NO_WAIT", "GJ_NO_SSHD", "GJ_SSHD", "GJ_MPIEXEC"):
+        env.pop(k)
+    env.update({"GJ_SSH_PORT": str(free_port()), "GJ_MASTER_HOST": "127.0.0.1", "GJ_E2E_MARKER": "seen-over-ssh",
+                "OMPI_MCA_btl": "self,vader,tcp"})
+    r = sb.run(["--supervise", "--ready-timeout", "60", program, "GJ_E2E_MARKER"], env, timeout=150)
+    expect_rc(r, 0, "real mpi over ssh")
+    for rank in (0, 1):
+        check(f"rank {rank} of 2" in r.stdout, f"rank {rank} missing:\n{r.stdout}\n{r.stderr}")
+        check(f"rank {rank}: GJ_E2E_MARKER=seen-over-ssh" in r.stdout, f"rank {rank} lacks the pod env:\n{r.stdout}")
+    check("Accepted publickey for root" in r.stderr, f"mpiexec did not go through our sshd:\n{r.stderr}")
+
+
 def main():
     global GJ, EXTRA
     GJ = os.path.abspath(sys.argv[1])
@@ -478,7 +609,7 @@ def main():
     names = sorted(tests) if name == "all" else [name]
     failed = 0
     for n in names:
-        if n == "real_mpi_job" and not EXTRA:
+        if n in ("real_mpi_job", "real_mpi_over_ssh") and not EXTRA:
             continue
         sb = Sandbox()
         try:

@@ -1,6 +1,8 @@
-/* The example job of the README: every rank reports itself and checks an allreduce. */
+/* The example job of the README: every rank reports itself and checks an allreduce.
+   Optional argument: a variable name each rank reports ("NAME=value" or "NAME unset"). */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -15,6 +17,10 @@ int main(int argc, char** argv) {
   const int want = size * (size + 1) / 2;
   printf("rank %d of %d on %s: allreduce %s (%d, want %d)\n", rank, size, host, sum == want ? "ok" : "WRONG", sum,
          want);
+  if (argc > 1) {
+    const char* v = getenv(argv[1]);
+    printf("rank %d: %s%s%s\n", rank, argv[1], v != NULL ? "=" : " unset", v != NULL ? v : "");
+  }
   MPI_Finalize();
   return sum == want ? 0 : 1;
 }

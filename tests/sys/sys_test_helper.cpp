@@ -8,6 +8,8 @@
 //                        5 when it was not reparented to our parent (no subreaper)
 //   supervise ARGV...    gj::run_job(ARGV, true); exit with its result (LaunchError: message, code)
 //   exec ARGV...         gj::run_job(ARGV, false)
+//                        (both: GJ_TEST_IGNORE=1 ignores SIGCHLD and SIGTERM first, as a careless
+//                        parent or nohup would)
 //   worker-sshd STATE SSHDIR PORT
 //                        gj::exec_worker_sshd on 127.0.0.1:PORT (GJ_TEST_VALUE passed as SetEnv)
 //   master STATE SSHDIR PORT ARGV...
@@ -113,6 +115,10 @@ int main(int argc, char** argv) {
   }
   if (mode == "orphan") return orphan_mode();
   try {
+    if ((mode == "supervise" || mode == "exec") && std::getenv("GJ_TEST_IGNORE") != nullptr) {
+      signal(SIGCHLD, SIG_IGN);
+      signal(SIGTERM, SIG_IGN);
+    }
     if (mode == "supervise" || mode == "exec") return gj::run_job(rest(argc, argv, 2), mode == "supervise");
     if (mode == "worker-sshd" && argc == 5) gj::exec_worker_sshd(sshd_setup(argv));
     if (mode == "master" && argc > 5) {

@@ -1,9 +1,11 @@
-// A directory removed (recursively) at scope exit, for tests.
+// A directory removed (recursively) at scope exit, and reading a whole file, for tests.
 #pragma once
 
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -29,5 +31,12 @@ class TempDir {
  private:
   std::string path_;
 };
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 }  // namespace gj::test

@@ -13,6 +13,7 @@
 #include "launch.h"
 #include "temp_dir.h"
 
+using gj::test::slurp;
 using gj::test::TempDir;
 
 namespace {
@@ -22,13 +23,6 @@ const std::string kHelper = GJ_SYS_TEST_HELPER;
 std::vector<std::string> helper(std::vector<std::string> args) {
   args.insert(args.begin(), kHelper);
   return args;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 bool wait_for_file(const std::string& path, std::chrono::milliseconds limit) {
@@ -114,6 +108,17 @@ TEST_CASE("SIGTERM to the supervisor reaches the job's whole process group") {
     int grandchild = std::stoi(slurp(dir / "grandchild.pid"));
     CHECK(kill(grandchild, 0) != 0);
   }
+}
+
+TEST_CASE("the job gets default signal dispositions and the supervisor works with SIGCHLD ignored") {
+  // (execve keeps ignored signals; run_job resets them in both modes)
+  // A job that sends itself SIGTERM: with the inherited SIG_IGN it would exit 0.
+  setenv("GJ_TEST_IGNORE", "1", 1);
+  auto supervised = gj::run_and_capture(helper({"supervise", "sh", "-c", "kill -TERM $$; exit 0"}));
+  auto execed = gj::run_and_capture(helper({"exec", "sh", "-c", "kill -TERM $$; exit 0"}));
+  unsetenv("GJ_TEST_IGNORE");
+  CHECK(supervised.status == 128 + SIGTERM);
+  CHECK(execed.status == 128 + SIGTERM);
 }
 
 TEST_CASE("supervisor reaps orphans reparented to it while the job runs") {

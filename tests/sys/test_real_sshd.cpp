@@ -22,6 +22,7 @@
 #include "session_env.h"
 #include "temp_dir.h"
 
+using gj::test::slurp;
 using gj::test::TempDir;
 using namespace std::chrono_literals;
 
@@ -44,13 +45,6 @@ bool should_skip() {
   if (ci != nullptr && std::string(ci) == "true") FAIL("real-sshd test cannot run under CI=true: " << why);
   WARN("SKIPPED real-sshd test: " << why);
   return true;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 mode_t mode_of(const std::string& path) {

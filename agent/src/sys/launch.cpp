@@ -41,17 +41,6 @@ std::string errno_text(int err) { return std::strerror(err); }
   fail(exit_code::kInternal, msg);
 }
 
-std::string current_path_env() {
-  const char* p = std::getenv("PATH");
-  return (p != nullptr && *p != '\0') ? p : kDefaultPath;
-}
-
-std::string mode_text(mode_t mode) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
-  return buf;
-}
-
 WarningSink& warning_sink() {
   static WarningSink sink = [](const std::string& line) {
     std::fprintf(stderr, "gj-mpirun: warning: %s\n", line.c_str());
@@ -80,6 +69,16 @@ struct ChildFailure {
   ssize_t ignored = write(fd, &f, sizeof f);
   (void)ignored;
   _exit(err == ENOENT ? exit_code::kNotFound : exit_code::kNotExecutable);
+}
+
+// Ignored signals and the signal mask survive exec: the job gets default dispositions and an
+// empty mask whatever we inherited (nohup, a careless parent). Async-signal-safe.
+void reset_signals_for_exec() {
+  sigset_t none;
+  sigemptyset(&none);
+  ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
 }
 
 int exec_failure_code(int err) { return err == ENOENT ? exit_code::kNotFound : exit_code::kNotExecutable; }
@@ -121,6 +120,9 @@ int supervise(const std::vector<std::string>& argv) {
   // the host), so we can reap them even when we are not PID 1.
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) fail_syscall("prctl(PR_SET_CHILD_SUBREAPER)", errno);
 
+  // With SIGCHLD ignored the kernel reaps children itself and waitpid() never reports the job.
+  if (::signal(SIGCHLD, SIG_DFL) == SIG_ERR) fail_syscall("signal(SIGCHLD, SIG_DFL)", errno);
+
   sigset_t wanted;
   sigemptyset(&wanted);
   for (int s : kForwardedSignals) sigaddset(&wanted, s);
@@ -133,6 +135,7 @@ int supervise(const std::vector<std::string>& argv) {
     SpawnOptions opt;
     opt.new_process_group = true;
     opt.stdin_devnull = false;  // the job owns our stdin
+    opt.foreground_tty = true;
     job = spawn_process(argv, opt);
   } catch (...) {
     ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
@@ -172,6 +175,23 @@ int supervise(const std::vector<std::string>& argv) {
 }
 
 }  // namespace
+
+std::string current_path_env() {
+  const char* p = std::getenv("PATH");
+  return (p != nullptr && *p != '\0') ? p : kDefaultPath;
+}
+
+std::string mode_text(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+std::string last_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  auto nl = text.find_last_of('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
 
 void set_warning_sink(WarningSink sink) {
   if (sink) warning_sink() = std::move(sink);
@@ -265,8 +285,6 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
   int devnull = -1;
   if (options.stdin_devnull) devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-  sigset_t none;
-  sigemptyset(&none);
   const int pid = ::fork();
   if (pid < 0) {
     int e = errno;
@@ -277,8 +295,13 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
     if (options.new_process_group && ::setpgid(0, 0) != 0) child_report(report[1], 0, errno);
     if (devnull >= 0 && ::dup2(devnull, 0) < 0) child_report(report[1], 1, errno);
     if (out[1] >= 0 && (::dup2(out[1], 1) < 0 || ::dup2(out[1], 2) < 0)) child_report(report[1], 1, errno);
-    ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
+    if (options.foreground_tty && ::isatty(STDIN_FILENO) == 1) {
+      // Like tini: the job's new process group takes the terminal, or reading it would stop
+      // the job with SIGTTIN. Best effort (no terminal in most pods).
+      ::signal(SIGTTOU, SIG_IGN);
+      ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+    }
+    reset_signals_for_exec();
     ::execve(path.c_str(), cargv.data(), environ);
     child_report(report[1], 2, errno);
   }
@@ -345,6 +368,7 @@ int run_job(const std::vector<std::string>& argv, bool supervise_job) {
   std::vector<char*> cargv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
+  reset_signals_for_exec();
   ::execve(path.c_str(), cargv.data(), environ);
   int e = errno;
   fail(exec_failure_code(e), exec_failure_message(path, e));

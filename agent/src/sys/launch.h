@@ -50,8 +50,8 @@ std::vector<std::string> prepare_client_keys(const SshdSetup& setup);
 std::string capture_output(const std::vector<std::string>& argv);
 
 // Runs the job: argv[0] resolved through PATH. When supervise is false, execs (never
-// returns). When true (PID 1 duty), forks, forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT to the
-// child's process group, reaps every child, and returns the exit status as the shell does
+// returns). When true (PID 1 duty), forks, forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT (and
+// SIGUSR1/SIGUSR2) to the child's process group, reaps every child, and returns the exit status as the shell does
 // (code, or 128+N when killed by signal N). Exec failures: 127 not found, 126 not executable.
 int run_job(const std::vector<std::string>& argv, bool supervise);
 
@@ -85,9 +85,11 @@ struct SpawnOptions {
   bool new_process_group = false;  // child calls setpgid(0, 0)
   bool capture_output = false;     // stdout+stderr into a pipe (ChildProcess::output_fd, O_NONBLOCK)
   bool stdin_devnull = true;       // never let a child read our stdin (ssh would)
+  bool foreground_tty = false;     // with new_process_group: make it the terminal's foreground group
 };
 
-// fork + exec of argv (argv[0] resolved through $PATH). Exec failures in the child are reported
+// fork + exec of argv (argv[0] resolved through $PATH), with an empty signal mask and default
+// signal dispositions in the child. Exec failures in the child are reported
 // back through a close-on-exec pipe and thrown here as LaunchError 126/127, so the caller
 // never sees a "successful" spawn of something that could not run.
 ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOptions& options);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "../exit_codes.h"
+#include "internal.h"
 #include "launch.h"
 
 namespace gj {
@@ -17,12 +18,6 @@ namespace {
 [[noreturn]] void fail(const std::string& message) { throw LaunchError{exit_code::kSetupFailed, message}; }
 
 std::string err(int e) { return std::strerror(e); }
-
-std::string mode_text(mode_t mode) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
-  return buf;
-}
 
 std::string parent_of(const std::string& path) {
   auto slash = path.find_last_of('/');

@@ -18,6 +18,7 @@
 #include <queue>
 
 #include "../exit_codes.h"
+#include "internal.h"
 #include "launch.h"
 #include "resolver.h"
 
@@ -96,12 +97,6 @@ std::size_t raise_fd_limit() {
     if (::setrlimit(RLIMIT_NOFILE, &want) == 0) rl = want;
   }
   return static_cast<std::size_t>(rl.rlim_cur);
-}
-
-std::string last_line(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  auto nl = text.find_last_of('\n');
-  return nl == std::string::npos ? text : text.substr(nl + 1);
 }
 
 class Gate {

@@ -25,21 +25,9 @@ namespace {
 
 [[noreturn]] void fail(int code, const std::string& message) { throw LaunchError{code, message}; }
 
-std::string path_env() {
-  const char* p = std::getenv("PATH");
-  return (p != nullptr && *p != '\0') ? p : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-}
-
-std::string last_line(const std::string& text) {
-  std::string t = text;
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
-  auto nl = t.find_last_of('\n');
-  return nl == std::string::npos ? t : t.substr(nl + 1);
-}
-
 void check_sshd(const SshdSetup& setup) {
   try {
-    resolve_executable(setup.sshd_path, path_env());
+    resolve_executable(setup.sshd_path, current_path_env());
   } catch (const LaunchError& e) {
     fail(e.exit_code, "sshd: " + e.message + "; install openssh-server in the image or set GJ_SSHD");
   }
@@ -55,7 +43,7 @@ void ensure_host_key(const SshdSetup& setup) {
   ::unlink((key + ".pub").c_str());
   std::string keygen;
   try {
-    keygen = resolve_executable(setup.ssh_keygen, path_env());
+    keygen = resolve_executable(setup.ssh_keygen, current_path_env());
   } catch (const LaunchError& e) {
     fail(exit_code::kNotFound, "ssh-keygen (for sshd host keys): " + e.message +
                                    "; install openssh-client in the image or set GJ_SSH_KEYGEN");
