@@ -12,6 +12,8 @@
 //                        parent or nohup would)
 //   worker-sshd STATE SSHDIR PORT
 //                        gj::exec_worker_sshd on 127.0.0.1:PORT (GJ_TEST_VALUE passed as SetEnv)
+//   master-exit STATE SSHDIR PORT CODE
+//                        gj::start_background_sshd, then return CODE from main (an agent error)
 //   master STATE SSHDIR PORT ARGV...
 //                        gj::start_background_sshd, then gj::run_job(ARGV, true)
 #include <signal.h>
@@ -121,6 +123,11 @@ int main(int argc, char** argv) {
     }
     if (mode == "supervise" || mode == "exec") return gj::run_job(rest(argc, argv, 2), mode == "supervise");
     if (mode == "worker-sshd" && argc == 5) gj::exec_worker_sshd(sshd_setup(argv));
+    if (mode == "master-exit" && argc == 6) {
+      gj::start_background_sshd(sshd_setup(argv));
+      std::fprintf(stderr, "background sshd pid %d\n", gj::owned_process_ids().at(0));
+      return std::atoi(argv[5]);
+    }
     if (mode == "master" && argc > 5) {
       gj::start_background_sshd(sshd_setup(argv));
       std::fprintf(stderr, "background sshd pid %d\n", gj::owned_process_ids().at(0));

@@ -267,18 +267,31 @@ TEST_CASE("real sshd (worker): exec_worker_sshd becomes sshd -D in the same proc
 
 TEST_CASE("real sshd (master + supervised job): the background sshd does not outlive the job") {
   if (should_skip()) return;
-  MountedSecret secret;
-  TempDir run("/run");
-  const std::string state = run / "state";
-  const int port = gj::test::free_port();
-  auto r = gj::run_and_capture({kHelper, "master", state, secret.dir.path(), std::to_string(port), kHelper, "exit", "3"});
-  INFO(r.output);
-  CHECK(r.status == 3);
-  const auto at = r.output.find("background sshd pid ");
-  REQUIRE(at != std::string::npos);
-  const int sshd_pid = std::stoi(r.output.substr(at + 20));
-  CHECK(kill(sshd_pid, 0) != 0);  // gone (and reaped: a zombie would still accept signal 0)
-  CHECK_FALSE(accepts(port));
+  struct Row {
+    std::string what;
+    std::vector<std::string> tail;  // after STATE SSHDIR PORT
+    int status;
+  };
+  const std::vector<Row> rows{{"supervised job exits 3", {kHelper, "exit", "3"}, 3},
+                              {"agent exits 5 before the job (readiness failed)", {"5"}, 5}};
+  for (const auto& row : rows) {
+    CAPTURE(row.what);
+    MountedSecret secret;
+    TempDir run("/run");
+    const std::string state = run / "state";
+    const int port = gj::test::free_port();
+    std::vector<std::string> argv{kHelper, row.tail.size() == 1 ? "master-exit" : "master", state,
+                                  secret.dir.path(), std::to_string(port)};
+    argv.insert(argv.end(), row.tail.begin(), row.tail.end());
+    auto r = gj::run_and_capture(argv);
+    INFO(r.output);
+    CHECK(r.status == row.status);
+    const auto at = r.output.find("background sshd pid ");
+    REQUIRE(at != std::string::npos);
+    const int sshd_pid = std::stoi(r.output.substr(at + 20));
+    CHECK(kill(sshd_pid, 0) != 0);  // gone (and reaped: a zombie would still accept signal 0)
+    CHECK_FALSE(accepts(port));
+  }
 }
 
 TEST_CASE("sshd preparation failures are one clear line with the setup exit code") {
@@ -319,4 +332,34 @@ TEST_CASE("sshd preparation failures are one clear line with the setup exit code
     }
   }
   CHECK(gj::owned_process_ids().empty());
+}
+
+TEST_CASE("real sshd: a port taken by another process or a config sshd rejects is exit 6 naming the cause") {
+  if (should_skip()) return;
+  MountedSecret secret;
+  TempDir run("/run");
+  gj::SshdSetup setup;
+  setup.state_dir = run / "state";
+  setup.ssh_dir = secret.dir.path();
+  setup.listen_addresses = {"127.0.0.1"};
+  gj::test::Listener squatter("127.0.0.1", 0);  // accepts connections, but it is not our sshd
+  setup.port = squatter.port();
+  try {
+    gj::start_background_sshd(setup);
+    FAIL("expected LaunchError");
+  } catch (const gj::LaunchError& e) {
+    CHECK(e.exit_code == 6);
+    CHECK_THAT(e.message, Catch::Contains("exited with status 255 before listening"));
+  }
+  CHECK(gj::owned_process_ids().empty());
+
+  setup.port = gj::test::free_port();
+  setup.listen_addresses = {"no.such.address.invalid"};
+  try {
+    gj::start_background_sshd(setup);
+    FAIL("expected LaunchError");
+  } catch (const gj::LaunchError& e) {
+    CHECK(e.exit_code == 6);
+    CHECK_THAT(e.message, Catch::Contains("-t -f " + setup.state_dir + "/sshd_config rejected the generated configuration"));
+  }
 }

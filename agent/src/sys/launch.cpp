@@ -374,7 +374,15 @@ int run_job(const std::vector<std::string>& argv, bool supervise_job) {
   fail(exec_failure_code(e), exec_failure_message(path, e));
 }
 
-void register_owned_process(int pid) { owned().push_back(pid); }
+void register_owned_process(int pid) {
+  // A safety net for every path that ends the agent with exit() (a readiness failure, an
+  // error after the master's sshd started): the sshd must not outlive us. exec (run_job
+  // without supervision) skips atexit, so there mpiexec inherits the sshd as its child.
+  static const bool at_exit_registered =
+      std::atexit([] { terminate_owned_processes(std::chrono::milliseconds(500)); }) == 0;
+  (void)at_exit_registered;
+  owned().push_back(pid);
+}
 
 std::vector<int> owned_process_ids() { return owned(); }
 

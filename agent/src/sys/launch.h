@@ -110,8 +110,9 @@ struct CaptureResult {
 CaptureResult run_and_capture(const std::vector<std::string>& argv, std::size_t max_bytes = 1 << 20);
 
 // Background processes we started and must not leave behind (the master's sshd). run_job's
-// supervise mode terminates them after the job has exited; terminate_owned_processes() does it
-// explicitly (SIGTERM, then SIGKILL after grace).
+// supervise mode terminates them after the job has exited; so does exit() (an atexit handler);
+// terminate_owned_processes() does it explicitly (SIGTERM, then SIGKILL after grace). Exec
+// (run_job without supervision) leaves them to the exec'd job, as its children.
 void terminate_owned_processes(std::chrono::milliseconds grace = std::chrono::seconds(2));
 std::vector<int> owned_process_ids();
 
