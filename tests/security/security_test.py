@@ -178,6 +178,10 @@ class HostileHosts(SandboxTest):
             self.assert_rejected(self.box.env(GJ_TRAINING_VC_JOB_NAME=bad), "GJ_TRAINING_VC_JOB_NAME=%r" % bad)
             self.assert_rejected(self.box.env(GJ_MASTER_HOST=bad), "GJ_MASTER_HOST=%r" % bad)
 
+
+class ErrorsAreOneLine(SandboxTest):
+    """A value quoted in an error cannot forge extra log lines (finding F2, docs/hardening.md)."""
+
     def test_error_is_one_line(self):
         # A newline in a value must not let it forge extra log lines (pod log, termination-log).
         code, out, err = self.box.run([self.box.script], self.box.env(MPI_HOST="a\nFORGED LOG LINE"))
@@ -196,8 +200,8 @@ SECRETS = {
 }
 
 
-class NoSecretInOutput(SandboxTest):
-    """No value of a secret-looking variable appears in any output, at any log level."""
+class SecretsTest(SandboxTest):
+    """A sandbox whose environment holds SECRETS, and the check that no output shows them."""
 
     def env(self, role="master", **extra):
         env = self.box.env(role, **SECRETS)
@@ -211,6 +215,10 @@ class NoSecretInOutput(SandboxTest):
             self.assertNotIn(value, err, "%s: stderr shows %s" % (what, name))
         for value in ("supersecret-G7", "supersecret-H8"):
             self.assertNotIn(value, out + err, what)
+
+
+class NoSecretInOutput(SecretsTest):
+    """No value of a secret-looking variable appears in any output, at any log level."""
 
     def test_master(self):
         exports = ["--export", "MY_API_TOKEN", "--export", "INLINE_TOKEN=supersecret-G7", "--export", "DB_*"]
@@ -230,6 +238,10 @@ class NoSecretInOutput(SandboxTest):
             with self.subTest(args=args):
                 code, out, err = self.box.run(args, self.env("worker"))
                 self.assert_clean(code, out, err, 0, "worker %s" % args)
+
+
+class NoSecretInErrors(SecretsTest):
+    """Rejected input holding a secret is reported without it (finding F3, docs/hardening.md)."""
 
     def test_rejected_values(self):
         # A malformed request holding a secret: the error names it without the value.
