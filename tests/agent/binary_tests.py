@@ -51,14 +51,34 @@ def check(cond, what):
         raise Fail(what)
 
 
+def path_is_private(path):
+    """True when no directory from path up to / is writable by group or others."""
+    path = os.path.abspath(path)
+    while True:
+        st = os.stat(path)
+        if st.st_mode & 0o022 or st.st_uid not in (0, os.getuid()):
+            return False
+        if path == "/":
+            return True
+        path = os.path.dirname(path)
+
+
+def safe_scratch_base():
+    """GJ_TEST_TMPDIR, else the working dir (ctest runs us in the build tree) when no ancestor
+    is group/world-writable, else /run (root)."""
+    for base in (os.environ.get("GJ_TEST_TMPDIR", ""), os.getcwd(), "/run"):
+        if base and os.path.isdir(base) and os.access(base, os.W_OK) and path_is_private(base):
+            return base
+    raise Fail("no scratch directory without group/world-writable ancestors: set GJ_TEST_TMPDIR")
+
+
 class Sandbox:
     """A temp dir with stubs, a training script and a platform environment."""
 
     def __init__(self):
-        # Not under /tmp: sys refuses a state dir below a group/world-writable directory
-        # (sshd's StrictModes would). ctest runs us in the build tree.
-        base = os.environ.get("GJ_TEST_TMPDIR", os.getcwd())
-        self.dir = tempfile.mkdtemp(prefix="gj-agent-test-", dir=base)
+        # Not below a group/world-writable directory such as /tmp: sys refuses such a state dir
+        # (sshd's StrictModes would). The build tree may itself be below /tmp (a CI clone).
+        self.dir = tempfile.mkdtemp(prefix="gj-agent-test-", dir=safe_scratch_base())
         self.bin = os.path.join(self.dir, "bin")
         os.makedirs(self.bin)
         self.mpiexec = self._write(os.path.join(self.bin, "mpiexec"), STUB_MPIEXEC, 0o755)
