@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "agent_error.h"
+#include "sys/quote.h"
 #include "exit_codes.h"
 #include "sys/launch.h"
 
@@ -69,7 +70,7 @@ std::string resolve_script(const std::string& script, const EnvMap& env) {
     try {
       return resolve_executable(script, path_of(env));
     } catch (const LaunchError& e) {
-      throw AgentError{e.exit_code, "training script \"" + script + "\" is not in the current directory and " +
+      throw AgentError{e.exit_code, "training script " + quoted_value(script) + " is not in the current directory and " +
                                         e.message + fix};
     }
   }
@@ -89,7 +90,7 @@ void require_program(const std::string& program, const std::string& what, const 
   try {
     resolve_executable(program, path_of(env));
   } catch (const LaunchError& e) {
-    throw AgentError{e.exit_code, what + "=\"" + program + "\": " + e.message + "; install it in the image or point " +
+    throw AgentError{e.exit_code, quoted_setting(what, program) + ": " + e.message + "; install it in the image or point " +
                                       what + " at it"};
   }
 }
