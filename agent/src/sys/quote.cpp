@@ -18,21 +18,15 @@ std::size_t append_escaped(std::string& out, std::string_view value, std::size_t
       out += static_cast<char>(c);
       continue;
     }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c >= 0x7f) {
-          // Non-ASCII too: a cut UTF-8 sequence or U+2028 (a line break to some log viewers).
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\x%02x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
+    if (const char* e = short_escape(static_cast<char>(c))) {
+      out += e;
+    } else if (c < 0x20 || c >= 0x7f) {
+      // Non-ASCII too: a cut UTF-8 sequence or U+2028 (a line break to some log viewers).
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
     }
   }
   return shown;
@@ -43,6 +37,17 @@ std::string length_note(std::size_t shown, std::size_t size) {
 }
 
 }  // namespace
+
+const char* short_escape(char c) {
+  switch (c) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    default: return nullptr;
+  }
+}
 
 std::string quoted_value(std::string_view value) {
   std::string out = "\"";

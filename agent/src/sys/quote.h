@@ -21,6 +21,10 @@ std::string quoted_value(std::string_view value);  // not "quoted": std::quoted 
 // (is_secret_name). `name` is ours or already validated; it is escaped all the same.
 std::string quoted_setting(std::string_view name, std::string_view value);
 
+// The escape C, JSON and our messages share for '"', '\\', newline, CR and tab ("\\n" for a
+// newline, ...); nullptr for any other byte.
+const char* short_escape(char c);
+
 // `message` with every control byte escaped (\n, \r, \t, \xNN), nothing cut: the last guard
 // where an error leaves the process (log line, termination log), for messages that embed
 // text we did not quote (strerror, a child's output).
