@@ -39,7 +39,7 @@ std::optional<std::string> read_text_file(const std::string& path, const std::st
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return std::nullopt;
-    throw AgentError{exit_code::kBadEnvironment, what + " " + path + ": open failed: " + errno_text()};
+    throw AgentError{exit_code::kBadEnvironment, what + " " + quoted_value(path) + ": open failed: " + errno_text()};
   }
   std::string out;
   char buf[65536];
@@ -49,7 +49,7 @@ std::optional<std::string> read_text_file(const std::string& path, const std::st
     if (n < 0) {
       const std::string err = errno_text();
       close(fd);
-      throw AgentError{exit_code::kBadEnvironment, what + " " + path + ": read failed: " + err};
+      throw AgentError{exit_code::kBadEnvironment, what + " " + quoted_value(path) + ": read failed: " + err};
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
@@ -76,13 +76,13 @@ std::string resolve_script(const std::string& script, const EnvMap& env) {
   }
   struct stat st {};
   if (stat(path.c_str(), &st) != 0)
-    throw AgentError{exit_code::kNotFound, "training script " + path + " not found (" + errno_text() + ")" + fix};
+    throw AgentError{exit_code::kNotFound, "training script " + quoted_value(path) + " not found (" + errno_text() + ")" + fix};
   if (!S_ISREG(st.st_mode))
-    throw AgentError{exit_code::kNotExecutable, "training script " + path + " is not a regular file" + fix};
+    throw AgentError{exit_code::kNotExecutable, "training script " + quoted_value(path) + " is not a regular file" + fix};
   if (ends_with(path, ".py")) return path;  // runs under the interpreter; needs no x bit
   if (access(path.c_str(), X_OK) != 0)
     throw AgentError{exit_code::kNotExecutable,
-                     "training script " + path + " is not executable; chmod +x it, or use a .py entry file"};
+                     "training script " + quoted_value(path) + " is not executable; chmod +x it, or use a .py entry file"};
   return path;
 }
 

@@ -47,7 +47,7 @@ int fail(int code, const std::string& raw_message, bool write_termination) {
 int main(int argc, char** argv) {
   const gj::EnvMap env = copy_environment();
   gj::setup_logging("", "info");
-  gj::set_warning_sink([](const std::string& line) { spdlog::warn("{}", line); });
+  gj::set_warning_sink([](const std::string& line) { spdlog::warn("{}", gj::one_line(line)); });
   bool dry_run = false;
   try {
     const gj::CommandLine cli = gj::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));
