@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "agent_error.h"
+#include "sys/quote.h"
 #include "exit_codes.h"
 #include "job_spec.h"
 
@@ -109,7 +110,11 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
   if (p.no_supervise) cli.overrides["GJ_SUPERVISE"] = "0";
   if (p.no_default_exports) cli.overrides["GJ_DEFAULT_EXPORTS"] = "0";
   for (const auto& e : p.exports) {
-    if (e.find(',') != std::string::npos) usage("--export \"" + e + "\" contains a comma; repeat --export instead");
+    if (e.find(',') != std::string::npos) {
+      const auto eq = e.find('=');  // NAME=VALUE: the value may be a secret, show the name only
+      usage("--export " + (eq == std::string::npos ? quoted_value(e) : quoted_value(e.substr(0, eq)) + "=...") +
+            " contains a comma; repeat --export instead");
+    }
   }
   if (!p.exports.empty()) {
     std::string joined;
@@ -124,7 +129,7 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
   } else if (!rest.empty() && rest[0].size() > 1 && rest[0][0] == '-') {
     const auto sep = std::find(rest.begin(), rest.end(), "--");
     if (sep == rest.end())
-      usage("\"" + rest[0] + "\" is not a gj-mpirun option; to pass mpiexec arguments end them with `--` before the "
+      usage(quoted_value(rest[0]) + " is not a gj-mpirun option; to pass mpiexec arguments end them with `--` before the "
             "script");
     cli.invocation.mpi_args.insert(cli.invocation.mpi_args.end(), rest.begin(), sep);
     script_at = static_cast<std::size_t>(sep - rest.begin()) + 1;

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "env_forwarding.h"
+#include "sys/quote.h"
 
 namespace gj {
 namespace {
@@ -65,20 +66,14 @@ std::string json_string(const std::string& s) {
   std::string out = "\"";
   out.reserve(s.size() + 2);
   for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += buf;
-        } else {
-          out += c;
-        }
+    if (const char* e = short_escape(c)) {
+      out += e;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += buf;
+    } else {
+      out += c;
     }
   }
   return out + "\"";

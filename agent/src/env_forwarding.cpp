@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "agent_error.h"
+#include "sys/quote.h"
 #include "exit_codes.h"
 
 namespace gj {
@@ -30,19 +31,21 @@ void add(std::vector<ForwardedVar>& vars, ForwardedVar v) {
 
 // Expands one request; returns false when nothing on the master matched it.
 bool expand(const EnvMap& env, const std::string& request, std::vector<ForwardedVar>& out) {
-  const std::string origin = "--export/GJ_EXPORT entry \"" + request + "\"";
+  const auto origin = [&] { return "--export/GJ_EXPORT entry " + quoted_value(request); };  // never NAME=VALUE
   const auto eq = request.find('=');
   if (eq != std::string::npos) {
     const std::string name = request.substr(0, eq);
+    // Only the name: the value may be a secret, and a malformed name says nothing about it.
     if (!is_identifier(name))
-      throw AgentError{exit_code::kBadEnvironment, origin + " has an invalid name; use NAME, NAME=VALUE or PREFIX*"};
+      throw AgentError{exit_code::kBadEnvironment, "--export/GJ_EXPORT entry NAME=VALUE has an invalid name " +
+                                                       quoted_value(name) + "; use NAME, NAME=VALUE or PREFIX*"};
     add(out, ForwardedVar{name, request.substr(eq + 1)});
     return true;
   }
   if (!request.empty() && request.back() == '*') {
     const std::string prefix = request.substr(0, request.size() - 1);
     if (!prefix.empty() && !is_identifier(prefix))
-      throw AgentError{exit_code::kBadEnvironment, origin + " is not a valid prefix pattern; use PREFIX*"};
+      throw AgentError{exit_code::kBadEnvironment, origin() + " is not a valid prefix pattern; use PREFIX*"};
     bool any = false;
     for (auto it = env.lower_bound(prefix); it != env.end() && starts_with(it->first, prefix); ++it) {
       add(out, ForwardedVar{it->first, std::nullopt});
@@ -51,7 +54,7 @@ bool expand(const EnvMap& env, const std::string& request, std::vector<Forwarded
     return any;
   }
   if (!is_identifier(request))
-    throw AgentError{exit_code::kBadEnvironment, origin + " is not a variable name; use NAME, NAME=VALUE or PREFIX*"};
+    throw AgentError{exit_code::kBadEnvironment, origin() + " is not a variable name; use NAME, NAME=VALUE or PREFIX*"};
   if (env.count(request) == 0) return false;
   add(out, ForwardedVar{request, std::nullopt});
   return true;

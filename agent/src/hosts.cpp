@@ -1,22 +1,13 @@
 #include "hosts.h"
 
-#include <cctype>
 #include <unordered_map>
 
 #include "agent_error.h"
+#include "sys/quote.h"
 #include "exit_codes.h"
 
 namespace gj {
 namespace {
-
-bool label_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-'; }
-
-std::string printable(char c) {
-  if (c == ' ') return "a space";
-  if (c == '\t') return "a tab";
-  if (std::isprint(static_cast<unsigned char>(c)) == 0) return "a control character";
-  return std::string("'") + c + "'";
-}
 
 // Validates and de-duplicates; names[i] is `unit` number position[i] ("entry 3", "line 3").
 // Positions stay numbers until a message needs them: 10,000-host lists are common.
@@ -28,12 +19,12 @@ HostList validate(const std::string& origin, std::vector<std::string> names, con
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string problem = dns_name_problem(names[i]);
     if (!problem.empty())
-      throw AgentError{exit_code::kBadEnvironment, origin + " " + where(i) + " \"" + names[i] +
-                                                       "\" is not a valid DNS host name (" + problem +
+      throw AgentError{exit_code::kBadEnvironment, origin + " " + where(i) + " " + quoted_value(names[i]) +
+                                                       " is not a valid DNS host name (" + problem +
                                                        "); list worker host names only, without ports or slots"};
     const auto [it, inserted] = seen.emplace(names[i], i);
     if (!inserted)
-      throw AgentError{exit_code::kBadEnvironment, origin + " lists \"" + names[i] + "\" twice (" +
+      throw AgentError{exit_code::kBadEnvironment, origin + " lists " + quoted_value(names[i]) + " twice (" +
                                                        where(it->second) + " and " + where(i) +
                                                        "); each worker pod must appear once"};
   }
@@ -48,27 +39,6 @@ std::string trim(const std::string& s) {
 }
 
 }  // namespace
-
-std::string dns_name_problem(const std::string& name) {
-  if (name.empty()) return "empty";
-  if (name.size() > 253) return "longer than 253 characters";
-  std::size_t label_start = 0;
-  for (std::size_t i = 0; i <= name.size(); ++i) {
-    if (i == name.size() || name[i] == '.') {
-      const std::size_t len = i - label_start;
-      if (len == 0) return "empty label";
-      if (len > 63) return "a label is longer than 63 characters";
-      if (name[label_start] == '-') return "a label starts with '-'";
-      if (name[i - 1] == '-') return "a label ends with '-'";
-      label_start = i + 1;
-    } else if (i == label_start && name[i] == '-') {
-      return "a label starts with '-'";
-    } else if (!label_char(name[i])) {
-      return "contains " + printable(name[i]) + " at position " + std::to_string(i + 1);
-    }
-  }
-  return "";
-}
 
 HostList parse_host_list(const std::string& origin, const std::string& text) {
   std::vector<std::string> names;

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "sys/host_name.h"  // dns_name_problem: the rule every host passes
+
 namespace gj {
 
 // Where a host list came from, for messages: "MPI_HOST" or "hosts file /etc/volcano/worker.host".
@@ -12,10 +14,6 @@ struct HostList {
   std::string origin;
   std::vector<std::string> hosts;
 };
-
-// Empty when `name` is a valid DNS host name (RFC 1123 labels: letters, digits, '-', not
-// starting or ending with '-', 1..63 chars, total <= 253); otherwise why not.
-std::string dns_name_problem(const std::string& name);
 
 // Comma-separated, empty fields skipped. Throws AgentError (kBadEnvironment) for invalid or
 // duplicate names, naming the entry's position.

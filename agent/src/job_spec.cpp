@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "agent_error.h"
+#include "sys/quote.h"
 #include "exit_codes.h"
 #include "value_parsers.h"
 
@@ -110,7 +111,7 @@ T parsed_or(const EnvMap& env, const std::string& name, T fallback, T (*parse)(c
 
 [[noreturn]] void bad_choice(const std::string& name, const std::string& value, const std::string& choices) {
   throw AgentError{exit_code::kBadEnvironment,
-                   setting_name(name) + "=\"" + value + "\" is not one of " + choices + "; pick one of them"};
+                   quoted_setting(setting_name(name), value) + " is not one of " + choices + "; pick one of them"};
 }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -198,8 +199,8 @@ JobSpec parse_job_spec(const EnvMap& env) {
   } else if (role == "worker") {
     spec.role = Role::Worker;
   } else {
-    throw AgentError{exit_code::kBadEnvironment, std::string(kRole) + "=\"" + role +
-                                                     "\" is not a known role; it must be master or worker"};
+    throw AgentError{exit_code::kBadEnvironment, quoted_setting(kRole, role) +
+                                                     " is not a known role; it must be master or worker"};
   }
   if (spec.role == Role::Worker) {
     spec.pod_name = text_or(env, kPodName, "");

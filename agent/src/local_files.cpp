@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "agent_error.h"
+#include "sys/quote.h"
 #include "exit_codes.h"
 #include "sys/launch.h"
 
@@ -38,7 +39,7 @@ std::optional<std::string> read_text_file(const std::string& path, const std::st
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return std::nullopt;
-    throw AgentError{exit_code::kBadEnvironment, what + " " + path + ": open failed: " + errno_text()};
+    throw AgentError{exit_code::kBadEnvironment, what + " " + quoted_value(path) + ": open failed: " + errno_text()};
   }
   std::string out;
   char buf[65536];
@@ -48,7 +49,7 @@ std::optional<std::string> read_text_file(const std::string& path, const std::st
     if (n < 0) {
       const std::string err = errno_text();
       close(fd);
-      throw AgentError{exit_code::kBadEnvironment, what + " " + path + ": read failed: " + err};
+      throw AgentError{exit_code::kBadEnvironment, what + " " + quoted_value(path) + ": read failed: " + err};
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
@@ -69,19 +70,19 @@ std::string resolve_script(const std::string& script, const EnvMap& env) {
     try {
       return resolve_executable(script, path_of(env));
     } catch (const LaunchError& e) {
-      throw AgentError{e.exit_code, "training script \"" + script + "\" is not in the current directory and " +
+      throw AgentError{e.exit_code, "training script " + quoted_value(script) + " is not in the current directory and " +
                                         e.message + fix};
     }
   }
   struct stat st {};
   if (stat(path.c_str(), &st) != 0)
-    throw AgentError{exit_code::kNotFound, "training script " + path + " not found (" + errno_text() + ")" + fix};
+    throw AgentError{exit_code::kNotFound, "training script " + quoted_value(path) + " not found (" + errno_text() + ")" + fix};
   if (!S_ISREG(st.st_mode))
-    throw AgentError{exit_code::kNotExecutable, "training script " + path + " is not a regular file" + fix};
+    throw AgentError{exit_code::kNotExecutable, "training script " + quoted_value(path) + " is not a regular file" + fix};
   if (ends_with(path, ".py")) return path;  // runs under the interpreter; needs no x bit
   if (access(path.c_str(), X_OK) != 0)
     throw AgentError{exit_code::kNotExecutable,
-                     "training script " + path + " is not executable; chmod +x it, or use a .py entry file"};
+                     "training script " + quoted_value(path) + " is not executable; chmod +x it, or use a .py entry file"};
   return path;
 }
 
@@ -89,7 +90,7 @@ void require_program(const std::string& program, const std::string& what, const 
   try {
     resolve_executable(program, path_of(env));
   } catch (const LaunchError& e) {
-    throw AgentError{e.exit_code, what + "=\"" + program + "\": " + e.message + "; install it in the image or point " +
+    throw AgentError{e.exit_code, quoted_setting(what, program) + ": " + e.message + "; install it in the image or point " +
                                       what + " at it"};
   }
 }

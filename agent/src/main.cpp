@@ -14,6 +14,7 @@
 #include "logging.h"
 #include "roles.h"
 #include "sys/launch.h"
+#include "sys/quote.h"
 
 extern char** environ;
 
@@ -29,7 +30,10 @@ gj::EnvMap copy_environment() {
   return env;
 }
 
-int fail(int code, const std::string& message, bool write_termination) {
+int fail(int code, const std::string& raw_message, bool write_termination) {
+  // Values are quoted where a message is built; this catches text we did not write (strerror,
+  // a child's output), so an error is always exactly one log line.
+  const std::string message = gj::one_line(raw_message);
   spdlog::error("{}", message);
   // A failure after the master started its background sshd (gate deadline, key copy, exec)
   // must not leave that sshd behind.
@@ -43,7 +47,7 @@ int fail(int code, const std::string& message, bool write_termination) {
 int main(int argc, char** argv) {
   const gj::EnvMap env = copy_environment();
   gj::setup_logging("", "info");
-  gj::set_warning_sink([](const std::string& line) { spdlog::warn("{}", line); });
+  gj::set_warning_sink([](const std::string& line) { spdlog::warn("{}", gj::one_line(line)); });
   bool dry_run = false;
   try {
     const gj::CommandLine cli = gj::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));

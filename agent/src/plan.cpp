@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "agent_error.h"
+#include "sys/quote.h"
 #include "exit_codes.h"
 
 namespace gj {
@@ -25,7 +26,7 @@ std::int64_t checked_np(std::int64_t a, std::int64_t b, std::int64_t c, std::int
 }
 
 std::string zero_slots(const char* var, const std::string& text, const char* who) {
-  return std::string(var) + "=\"" + text + "\" gives 0 slots (CPU limits are floored to whole CPUs and are the " +
+  return quoted_setting(var, text) + " gives 0 slots (CPU limits are floored to whole CPUs and are the " +
          "slot count when no role uses GPUs); give the " + who + " at least 1 CPU";
 }
 
@@ -83,7 +84,7 @@ LaunchPlan plan_master(const JobSpec& spec, const std::optional<HostList>& worke
     const std::string problem = dns_name_problem(spec.master_host);
     if (!problem.empty())
       throw AgentError{exit_code::kBadEnvironment,
-                       "master host \"" + spec.master_host + "\" (GJ_TRAINING_POD_NAME.GJ_TRAINING_VC_JOB_NAME or " +
+                       "master host " + quoted_value(spec.master_host) + " (GJ_TRAINING_POD_NAME.GJ_TRAINING_VC_JOB_NAME or " +
                            "--master-host/GJ_MASTER_HOST) is not a valid DNS host name (" + problem +
                            "); fix the pod/job name or set GJ_MASTER_HOST"};
     if (master_slots == 0)
@@ -109,8 +110,8 @@ LaunchPlan plan_master(const JobSpec& spec, const std::optional<HostList>& worke
     if (worker_replicas > 0 && worker_slots == 0)
       throw AgentError{exit_code::kBadPlan, zero_slots("GJ_TRAINING_WORKER_CPU_LIMIT", spec.worker.cpu_text, "workers")};
     if (master_used && std::find(worker_hosts.begin(), worker_hosts.end(), spec.master_host) != worker_hosts.end())
-      throw AgentError{exit_code::kBadEnvironment, origin + " lists the master host \"" + spec.master_host +
-                                                       "\"; the worker list must not include the master"};
+      throw AgentError{exit_code::kBadEnvironment, origin + " lists the master host " + quoted_value(spec.master_host) +
+                                                       "; the worker list must not include the master"};
     plan.hosts.reserve(plan.hosts.size() + worker_hosts.size());
     for (const auto& h : worker_hosts) plan.hosts.push_back({h, worker_slots});
   } else if (!worker_hosts.empty() || spec.worker.replicas > 0) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "agent_error.h"
+#include "sys/quote.h"
 #include "dry_run.h"
 #include "exit_codes.h"
 #include "hosts.h"
@@ -29,8 +30,8 @@ std::optional<HostList> worker_hosts(const JobSpec& spec) {
     const auto text = read_text_file(file, "--hosts-file/GJ_HOSTS_FILE");
     if (!text)
       throw AgentError{exit_code::kBadEnvironment,
-                       "--hosts-file/GJ_HOSTS_FILE=\"" + file + "\" does not exist; point it at the worker host file"};
-    return parse_hosts_file("hosts file " + file, *text);
+                       quoted_setting("--hosts-file/GJ_HOSTS_FILE", file) + " does not exist; point it at the worker host file"};
+    return parse_hosts_file("hosts file " + quoted_value(file), *text);
   }
   if (spec.mpi_host) return parse_host_list("MPI_HOST", *spec.mpi_host);
   if (const auto text = read_text_file(kVolcanoWorkerHosts, "worker host file"))
@@ -55,8 +56,8 @@ Flavour choose_flavour(const AgentSettings& s, bool dry_run) {
   }
   if (const auto f = detect_flavour(out)) return {*f, "detected from `" + s.mpiexec + " --version`"};
   const std::string first_line = out.substr(0, out.find('\n'));
-  throw AgentError{exit_code::kBadEnvironment, "cannot tell the MPI flavour from `" + s.mpiexec + " --version` (\"" +
-                                                   first_line + "\"); pass --mpi=openmpi|openmpi5|mpich|intel"};
+  throw AgentError{exit_code::kBadEnvironment, "cannot tell the MPI flavour from `" + s.mpiexec + " --version` (" +
+                                                   quoted_value(first_line) + "); pass --mpi=openmpi|openmpi5|mpich|intel"};
 }
 
 std::string unreachable_message(const ReadinessReport& r, std::int64_t timeout_s) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "agent_error.h"
+#include "sys/quote.h"
 #include "exit_codes.h"
 
 namespace gj {
@@ -12,7 +13,7 @@ namespace {
 
 [[noreturn]] void reject(const std::string& name, const std::string& value, const std::string& why,
                          const std::string& fix) {
-  throw AgentError{exit_code::kBadEnvironment, name + "=\"" + value + "\" " + why + "; " + fix};
+  throw AgentError{exit_code::kBadEnvironment, quoted_setting(name, value) + " " + why + "; " + fix};
 }
 
 bool all_digits(const std::string& s) {

@@ -57,12 +57,14 @@ TEST_CASE("help, version, and usage errors", "[cli]") {
       {{"--bind-to", "none", "/app/t"}, "\"--bind-to\" is not a gj-mpirun option; to pass mpiexec arguments end them with `--`"},
       {{"--json", "/app/t"}, "--json only applies with --dry-run"},
       {{"--supervise", "--no-supervise", "/app/t"}, "contradict"},
-      {{"--export", "A,B", "/app/t"}, "contains a comma"},
+      {{"--export", "A,B", "/app/t"}, "--export \"A,B\" contains a comma"},
+      {{"--export", "MY_TOKEN=p,w", "/app/t"}, "--export \"MY_TOKEN\"=... contains a comma"},
       {{"--mpi"}, "command line:"},
   };
-  for (const auto& [args, want] : bad) {
+  for (const auto& c : bad) {
+    const Args& args = c.first;  // not a structured binding: lambdas cannot capture one in C++17
     INFO(args.front());
-    test::require_agent_error([&] { parse_command_line(args); }, exit_code::kUsage, want);
+    test::require_agent_error([&] { parse_command_line(args); }, exit_code::kUsage, c.second);
   }
 }
 

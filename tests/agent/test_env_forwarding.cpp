@@ -44,9 +44,35 @@ TEST_CASE("export requests: NAME, NAME=VALUE and PREFIX patterns", "[env]") {
   REQUIRE(sel.warnings.size() == 2);
   CHECK_THAT(sel.warnings[0], Catch::Contains("--export MISSING: no such variable"));
   CHECK_THAT(sel.warnings[1], Catch::Contains("--export NONE_*"));
-  for (const char* bad : {"1ABC", "A-B", "=x", "A B", "A*B*"}) {
+  for (const char* bad : {"1ABC", "A-B", "A B", "A*B*"}) {
     INFO(bad);
     test::require_agent_error([&] { select_exports(env, {bad}, false); }, exit_code::kBadEnvironment,
                               std::string("--export/GJ_EXPORT entry \"") + bad + "\"");
+  }
+}
+
+TEST_CASE("a malformed NAME=VALUE export names the name only, escaped, never the value", "[env][security]") {
+  struct Row {
+    std::string request;
+    std::string shown;  // how the name appears in the error
+  };
+  const Row rows[] = {
+      {"=x", "\"\""},
+      {"bad-name_TOKEN=hunter2", "\"bad-name_TOKEN\""},
+      {"A B=hunter2", "\"A B\""},
+      {"A\nerror: forged=hunter2", "\"A\\nerror: forged\""},
+      {"A\r\x1b[2J=hunter2", "\"A\\r\\x1b[2J\""},
+  };
+  for (const auto& row : rows) {
+    INFO(row.request);
+    try {
+      select_exports({}, {row.request}, false);
+      FAIL("expected AgentError");
+    } catch (const AgentError& e) {
+      CHECK(e.exit_code == exit_code::kBadEnvironment);
+      CHECK_THAT(e.message, Catch::Contains("has an invalid name " + row.shown));
+      CHECK(e.message.find("hunter2") == std::string::npos);
+      CHECK(e.message.find_first_of("\r\n\x1b") == std::string::npos);
+    }
   }
 }

@@ -40,9 +40,10 @@ TEST_CASE("MPI_HOST entries that are not DNS names", "[hosts]") {
       {"a_b", "contains '_'"},
       {"a\tb", "contains a tab"},
   };
-  for (const auto& [text, want] : cases) {
+  for (const auto& c : cases) {
+    const char* const text = c.first;  // not a structured binding: lambdas cannot capture one in C++17
     INFO(text);
-    test::require_agent_error([&] { parse_host_list("MPI_HOST", text); }, exit_code::kBadEnvironment, want);
+    test::require_agent_error([&] { parse_host_list("MPI_HOST", text); }, exit_code::kBadEnvironment, c.second);
   }
   test::require_agent_error([] { parse_host_list("MPI_HOST", std::string(64, 'a')); }, exit_code::kBadEnvironment,
                             "longer than 63");
@@ -51,6 +52,25 @@ TEST_CASE("MPI_HOST entries that are not DNS names", "[hosts]") {
   long_name += "x";
   test::require_agent_error([&] { parse_host_list("MPI_HOST", long_name); }, exit_code::kBadEnvironment,
                             "longer than 253");
+}
+
+TEST_CASE("a host error is one line whatever the entry holds (F2)", "[hosts][security]") {
+  const std::pair<std::string, std::string> cases[] = {
+      {"a.job,b\nERROR forged", "entry 2 \"b\\nERROR forged\" is not"},
+      {"a\r.job", "entry 1 \"a\\r.job\" is not"},
+      {"x" + std::string(5000, 'y') + "\n", "... (5002 bytes) is not"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.first);
+    try {
+      parse_host_list("MPI_HOST", c.first);
+      FAIL("expected AgentError");
+    } catch (const AgentError& e) {
+      CHECK_THAT(e.message, Catch::Contains(c.second));
+      CHECK(e.message.find_first_of("\r\n") == std::string::npos);
+      CHECK(e.message.size() < 400);
+    }
+  }
 }
 
 TEST_CASE("duplicate hosts name both positions", "[hosts]") {

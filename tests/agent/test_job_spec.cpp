@@ -132,9 +132,11 @@ TEST_CASE("bad agent settings name the flag and the variable", "[job_spec]") {
       {"GJ_LOG_LEVEL", "loud", "--log-level/GJ_LOG_LEVEL=\"loud\" is not one of"},
       {"GJ_NO_WAIT", "2", "--no-wait/GJ_NO_WAIT=\"2\" is not a boolean"},
   };
-  for (const auto& [var, value, want] : cases) {
+  for (const auto& c : cases) {
+    const char* const var = std::get<0>(c);  // not a structured binding: lambdas cannot capture one in C++17
+    const char* const value = std::get<1>(c);
     INFO(var << "=" << value);
-    test::require_agent_error([&] { parse_settings({{var, value}}); }, exit_code::kBadEnvironment, want);
+    test::require_agent_error([&] { parse_settings({{var, value}}); }, exit_code::kBadEnvironment, std::get<2>(c));
   }
 }
 

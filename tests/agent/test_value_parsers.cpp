@@ -27,7 +27,10 @@ TEST_CASE("parse_count rejects bad values naming variable and value", "[values]"
       {"9223372036854775808", "is too large (overflows"},
       {"99999999999999999999999", "is too large (overflows"},
   };
-  for (const auto& [text, why] : cases) {
+  // Members, not a structured binding: C++17 does not let a lambda capture a binding (clang rejects it).
+  for (const auto& c : cases) {
+    const char* const text = c.first;
+    const char* const why = c.second;
     INFO(text);
     test::require_agent_error([&] { parse_count("GJ_X", text); }, exit_code::kBadEnvironment,
                               std::string("GJ_X=\"") + text + "\" " + why);
@@ -49,7 +52,9 @@ TEST_CASE("parse_cpu_quantity rejects non-quantities", "[values]") {
       {"4k", "is not a CPU quantity"}, {"m", "is not a CPU quantity"}, {".", "is not a CPU quantity"},
       {"1.2.3", "is not a CPU quantity"}, {"99999999999999999999", "overflows"},
   };
-  for (const auto& [text, why] : cases) {
+  for (const auto& c : cases) {
+    const char* const text = c.first;
+    const char* const why = c.second;
     INFO(text);
     test::require_agent_error([&] { parse_cpu_quantity("GJ_TRAINING_MASTER_CPU_LIMIT", text); },
                               exit_code::kBadEnvironment, why);

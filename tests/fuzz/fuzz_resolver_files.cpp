@@ -10,7 +10,8 @@
 //    non-empty blank-free search domains;
 //  - query_names(): a name ending in '.' is asked as is (lower case, without the dot);
 //    otherwise the name itself plus one name per search domain, each starting with the name;
-//  - is_valid_host_name() never accepts what could be an ssh/mpiexec option or shell syntax.
+//  - is_valid_host_name() agrees with the RFC 1123 oracle, so it never accepts what could be an
+//    ssh/mpiexec option or shell syntax.
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "fuzz_check.h"
+#include "host_name.h"
 #include "resolver_files.h"
 
 namespace {
@@ -80,6 +82,12 @@ void check_resolv_conf(const std::string& text, const std::string& probe) {
 }
 
 void check_host_name(const std::string& name) {
+  // One rule for the whole project: the resolver's check is RFC 1123 (the oracle), an absolute
+  // name's single trailing dot aside.
+  const std::string_view relative =
+      !name.empty() && name.back() == '.' ? std::string_view(name).substr(0, name.size() - 1) : std::string_view(name);
+  GJ_FUZZ_CHECK(gj::is_valid_host_name(name) == gj::fuzz::is_valid_dns_name(relative),
+                "resolver host-name check disagrees with RFC 1123: " + name);
   if (!gj::is_valid_host_name(name)) return;
   GJ_FUZZ_CHECK(name[0] != '-', "option-like host name accepted: " + name);
   GJ_FUZZ_CHECK(name.size() <= 254, "overlong host name accepted");

@@ -308,7 +308,7 @@ TEST_CASE("sshd preparation failures are one clear line with the setup exit code
   };
   const std::vector<Row> rows{
       {"sshd missing", [](gj::SshdSetup& s) { s.sshd_path = "/nonexistent/sshd"; }, 127, "install openssh-server"},
-      {"state dir under /tmp", [](gj::SshdSetup&) {}, 6, "its parent /tmp is writable by group/others"},
+      {"state dir under /tmp", [](gj::SshdSetup&) {}, 6, "its parent \"/tmp\" is writable by group/others"},
       {"state dir is a symlink",
        [&](gj::SshdSetup& s) {
          symlink("/run", (run / "link").c_str());

@@ -1,6 +1,7 @@
 // /etc/hosts and /etc/resolv.conf parsing, search-list expansion, host-name validation (pure).
 #include <catch2/catch.hpp>
 
+#include "host_name.h"
 #include "resolver_files.h"
 
 namespace {
@@ -99,12 +100,14 @@ TEST_CASE("query names follow glibc's search and ndots rules") {
   CHECK(gj::query_names("x", gj::ResolvConf{}) == std::vector<std::string>{"x"});
 }
 
+// is_valid_host_name is the agent's RFC 1123 rule (dns_name_problem) plus one optional trailing dot.
 TEST_CASE("host name validation") {
   struct Row {
     std::string name;
     bool ok;
   };
-  auto row = GENERATE(Row{"job-worker-0.job", true}, Row{"a", true}, Row{"a.", true}, Row{"under_score.x", true},
+  auto row = GENERATE(Row{"job-worker-0.job", true}, Row{"a", true}, Row{"a.", true}, Row{"Job-Worker-0.JOB.", true},
+                      Row{"under_score.x", false}, Row{"a-.b", false}, Row{"a.b-", false}, Row{"a..", false},
                       Row{"", false}, Row{".", false}, Row{"a..b", false}, Row{".a", false}, Row{"-oProxyCommand=x", false},
                       Row{"a b", false}, Row{"a;b", false}, Row{"a/b", false}, Row{"$(id)", false},
                       Row{std::string(63, 'a') + ".b", true}, Row{std::string(64, 'a') + ".b", false},

@@ -11,6 +11,7 @@
 #include "../exit_codes.h"
 #include "internal.h"
 #include "launch.h"
+#include "quote.h"
 
 namespace gj {
 namespace {
@@ -32,7 +33,19 @@ void make_parents(const std::string& path) {
   struct stat st{};
   if (::stat(parent.c_str(), &st) == 0) return;
   make_parents(parent);
-  if (::mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) fail("mkdir " + parent + " failed: " + err(errno));
+  if (::mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) fail("mkdir " + quoted_value(parent) + " failed: " + err(errno));
+}
+
+// A state directory we may keep keys in: a real directory, ours, not group/world-writable.
+void check_private_dir(const struct stat& st, const std::string& shown) {
+  if (S_ISLNK(st.st_mode)) fail(shown + " is a symlink; refusing to write keys through it; use a real directory");
+  if (!S_ISDIR(st.st_mode)) fail(shown + " exists and is not a directory; remove it or choose another path");
+  if (st.st_uid != ::geteuid())
+    fail(shown + " is owned by uid " + std::to_string(st.st_uid) + ", not by us (uid " + std::to_string(::geteuid()) +
+         "); use a directory we own");
+  if ((st.st_mode & 022) != 0)
+    fail(shown + " is writable by group/others (mode " + mode_text(st.st_mode) +
+         "); refusing; chmod 0700 it or choose another path");
 }
 
 void write_all(int fd, const std::string& data, const std::string& path) {
@@ -53,32 +66,33 @@ bool is_regular_file(const std::string& path) {
 }
 
 void ensure_private_dir(const std::string& path, const std::string& what) {
-  if (path.empty() || path[0] != '/') fail(what + "=" + path + " is not an absolute path; give an absolute directory");
+  const std::string shown = quoted_setting(what, path);
+  if (path.empty() || path[0] != '/') fail(shown + " is not an absolute path; give an absolute directory");
+  // Everything is checked before anything is created, so a refused path leaves no trace.
   struct stat st{};
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT) fail("lstat " + path + " (" + what + ") failed: " + err(errno));
-    make_parents(path);
-    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) fail("mkdir " + path + " (" + what + ") failed: " + err(errno));
-    if (::lstat(path.c_str(), &st) != 0) fail("lstat " + path + " (" + what + ") failed: " + err(errno));
-  }
-  if (S_ISLNK(st.st_mode)) fail(what + "=" + path + " is a symlink; refusing to write keys through it; use a real directory");
-  if (!S_ISDIR(st.st_mode)) fail(what + "=" + path + " exists and is not a directory; remove it or choose another path");
-  if (st.st_uid != ::geteuid())
-    fail(what + "=" + path + " is owned by uid " + std::to_string(st.st_uid) + ", not by us (uid " +
-         std::to_string(::geteuid()) + "); use a directory we own");
-  if ((st.st_mode & 022) != 0)
-    fail(what + "=" + path + " is writable by group/others (mode " + mode_text(st.st_mode) +
-         "); refusing; chmod 0700 it or choose another path");
-  if ((st.st_mode & 077) != 0 && ::chmod(path.c_str(), 0700) != 0) fail("chmod 0700 " + path + " failed: " + err(errno));
-  // sshd (StrictModes) checks every directory above the authorized_keys file.
+  const bool exists = ::lstat(path.c_str(), &st) == 0;
+  if (!exists && errno != ENOENT) fail("lstat " + shown + " failed: " + err(errno));
+  if (exists) check_private_dir(st, shown);
+  // sshd (StrictModes) checks every directory above the authorized_keys file; missing ones we
+  // create below, owned by us and not group/world-writable.
   for (std::string dir = parent_of(path);; dir = parent_of(dir)) {
     struct stat ps{};
-    if (::stat(dir.c_str(), &ps) != 0) fail("stat " + dir + " failed: " + err(errno));
-    if ((ps.st_mode & 022) != 0 || (ps.st_uid != 0 && ps.st_uid != ::geteuid()))
-      fail(what + "=" + path + ": its parent " + dir + " is writable by group/others or owned by another user (mode " +
+    if (::stat(dir.c_str(), &ps) != 0) {
+      if (errno != ENOENT) fail("stat " + quoted_value(dir) + " failed: " + err(errno));
+    } else if ((ps.st_mode & 022) != 0 || (ps.st_uid != 0 && ps.st_uid != ::geteuid())) {
+      fail(shown + ": its parent " + quoted_value(dir) + " is writable by group/others or owned by another user (mode " +
            mode_text(ps.st_mode) + "); sshd's StrictModes would refuse keys below it; use a directory under /run");
+    }
     if (dir == "/" || dir == ".") break;
   }
+  if (!exists) {
+    make_parents(path);
+    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) fail("mkdir " + shown + " failed: " + err(errno));
+    if (::lstat(path.c_str(), &st) != 0) fail("lstat " + shown + " failed: " + err(errno));
+    check_private_dir(st, shown);  // EEXIST: someone else's entry may have appeared meanwhile
+  }
+  if ((st.st_mode & 077) != 0 && ::chmod(path.c_str(), 0700) != 0)
+    fail("chmod 0700 " + quoted_value(path) + " failed: " + err(errno));
 }
 
 void ensure_privsep_dir(const std::string& path) {

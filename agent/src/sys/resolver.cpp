@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "dns_message.h"
+#include "host_name.h"
 
 namespace gj {
 namespace {

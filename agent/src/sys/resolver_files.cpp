@@ -128,21 +128,4 @@ std::vector<std::string> query_names(std::string_view name, const ResolvConf& co
   return out;
 }
 
-bool is_valid_host_name(std::string_view name) {
-  if (!name.empty() && name.back() == '.') name.remove_suffix(1);
-  if (name.empty() || name.size() > 253) return false;
-  std::size_t label = 0;
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    if (c == '.') {
-      if (label == 0) return false;
-      label = 0;
-      continue;
-    }
-    bool ok = std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_';
-    if (!ok || (label == 0 && c == '-') || ++label > 63) return false;
-  }
-  return label > 0;
-}
-
 }  // namespace gj

@@ -42,8 +42,4 @@ ResolvConf parse_resolv_conf(std::string_view text);
 // name with each search domain first, then as is. Names are lower-cased, without trailing dot.
 std::vector<std::string> query_names(std::string_view name, const ResolvConf& conf);
 
-// A DNS host name we are willing to look up: 1..253 characters, labels of 1..63 letters,
-// digits, '-' or '_', not starting with '-'. Rejects anything that could be an ssh option.
-bool is_valid_host_name(std::string_view name);
-
 }  // namespace gj

@@ -18,6 +18,7 @@
 #include "internal.h"
 #include "launch.h"
 #include "private_files.h"
+#include "quote.h"
 #include "sshd_config.h"
 
 namespace gj {
@@ -72,7 +73,7 @@ std::string prepare_sshd(const SshdSetup& setup) {
   if (setup.port < 1 || setup.port > 65535)
     fail(exit_code::kBadEnvironment, "GJ_SSH_PORT=" + std::to_string(setup.port) + " is not a TCP port (1-65535)");
   if (!is_plain_config_path(setup.state_dir))
-    fail(exit_code::kBadEnvironment, "GJ_STATE_DIR=" + setup.state_dir +
+    fail(exit_code::kBadEnvironment, quoted_setting("GJ_STATE_DIR", setup.state_dir) +
                                          " must be an absolute path of letters, digits and ._/+@,=- only (it is written into sshd_config)");
   ensure_private_dir(setup.state_dir, "GJ_STATE_DIR");
   ensure_privsep_dir(setup.privsep_dir);
