@@ -6,7 +6,9 @@
 
 namespace gj::cuda {
 
-int device_count() noexcept {
+namespace {
+
+int query_device_count() noexcept {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
     // cudaErrorNoDevice / cudaErrorInsufficientDriver / cudaErrorInitializationError: none usable.
@@ -14,6 +16,16 @@ int device_count() noexcept {
     (void)cudaGetLastError();
     return 0;
   }
+  return n;
+}
+
+}  // namespace
+
+// Cached once per process: devices do not appear while a job runs, and cudaGetDeviceCount
+// on every collective was a measurable part of the per-call cost of small host allreduces
+// (docs/benchmarks.md). A function-local static is initialized once, thread-safely.
+int device_count() noexcept {
+  static const int n = query_device_count();
   return n;
 }
 

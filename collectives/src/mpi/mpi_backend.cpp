@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstring>
 #include <string>
 
 #include "dtype.h"
@@ -79,7 +78,7 @@ class MpiBackend final : public Backend {
   void pack(void* dst, const void* const* srcs, const std::size_t* bytes, int n, void* /*stream*/) override {
     auto* out = static_cast<unsigned char*>(dst);
     for (int i = 0; i < n; ++i) {
-      if (bytes[i] > 0) std::memcpy(out, srcs[i], bytes[i]);
+      if (bytes[i] > 0) host::copy(out, srcs[i], bytes[i]);  // not memcpy: see host::copy
       out += bytes[i];
     }
   }
@@ -87,7 +86,7 @@ class MpiBackend final : public Backend {
   void unpack(void* const* dsts, const void* src, const std::size_t* bytes, int n, void* /*stream*/) override {
     const auto* in = static_cast<const unsigned char*>(src);
     for (int i = 0; i < n; ++i) {
-      if (bytes[i] > 0) std::memcpy(dsts[i], in, bytes[i]);
+      if (bytes[i] > 0) host::copy(dsts[i], in, bytes[i]);
       in += bytes[i];
     }
   }

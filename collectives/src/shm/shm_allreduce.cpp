@@ -6,6 +6,10 @@
 //   C. each rank copies the peers' reduced slices from their slots into its output.
 // Small messages skip the scatter: every rank reduces the whole chunk (one sync instead of
 // two). Every element is reduced by one rank in rank order, so all ranks get identical bits.
+// A group of tensors is one call over their virtual concatenation (Piece): chunks span tensor
+// boundaries, so the group costs the synchronizations of one message of the total size and
+// no pack/unpack copy, and every element still gets the bits of a per-tensor call (the
+// reduction is elementwise, in rank order, whatever chunk or slice the element falls in).
 #include "shm/shm_allreduce.h"
 
 #include <sched.h>
@@ -29,6 +33,11 @@ static_assert(Stage::is_always_lock_free && sizeof(Stage) == sizeof(std::uint64_
               "stage counters must be plain lock-free words to live in shared memory");
 
 constexpr std::size_t kControlLine = 128;  // one stage counter per 128 bytes: no false sharing
+// Tiny messages travel inside one cache line next to their own ready flag, so a peer gets
+// flag and data in one cross-core transfer instead of two (flag, then slot): per rank, one
+// such line per slot parity, after the stage counters.
+constexpr std::size_t kInlineLine = 64;
+constexpr std::size_t kInlineBytes = kInlineLine - sizeof(std::uint64_t);
 constexpr std::size_t kPage = 4096;
 constexpr std::size_t kSubBlockBytes = 16 * 1024;  // accumulator stays in L1 across p passes
 
@@ -66,6 +75,34 @@ int union_cpus(MPI_Comm comm) {
   return std::max(1, CPU_COUNT(&set));
 }
 
+// One non-empty tensor of a call, at element `at` of the call's virtual concatenation.
+struct Piece {
+  const unsigned char* send;
+  unsigned char* recv;
+  std::size_t at;
+  std::size_t n;
+};
+
+struct Pieces {
+  const Piece* first;
+  const Piece* last;
+};
+
+// Calls f(send, recv, n, off) for every stretch of tensor memory holding virtual elements
+// [b, e): send/recv point at the stretch's first element, off is its position from b.
+template <class F>
+void for_range(const Pieces& ps, std::size_t b, std::size_t e, std::size_t es, F&& f) {
+  const Piece* it = ps.first;
+  if (ps.last - ps.first > 1) {  // first piece that ends after b
+    it = std::upper_bound(ps.first, ps.last, b, [](std::size_t v, const Piece& p) { return v < p.at + p.n; });
+  }
+  for (; it != ps.last && it->at < e; ++it) {
+    const std::size_t lo = std::max(b, it->at), hi = std::min(e, it->at + it->n);
+    if (lo >= hi) continue;
+    f(it->send + (lo - it->at) * es, it->recv + (lo - it->at) * es, hi - lo, lo - b);
+  }
+}
+
 class Engine final : public ShmAllreduce {
  public:
   Engine(std::unique_ptr<Segment> segment, std::size_t header, int rank, int size, const ShmOptions& options,
@@ -73,6 +110,8 @@ class Engine final : public ShmAllreduce {
       : seg_(std::move(segment)), header_(header), rank_(rank), size_(size), opt_(options), policy_(policy) {}
 
   void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op) override;
+  void allreduce_group(const void* const* sends, void* const* recvs, const std::size_t* counts, int n,
+                       gjDataType_t dtype, gjRedOp_t op) override;
   bool preferred(std::size_t bytes) const override { return bytes > 0 && bytes >= opt_.min_bytes; }
 
  private:
@@ -85,15 +124,23 @@ class Engine final : public ShmAllreduce {
   };
 
   Stage& stage(int q) const { return *reinterpret_cast<Stage*>(seg_->base() + kControlLine * (q + 1)); }
+  unsigned char* inline_line(int q, std::uint64_t g) const {
+    return seg_->base() + kControlLine * (static_cast<std::size_t>(size_) + 1) +
+           (static_cast<std::size_t>(q) * kSlots + g % kSlots) * kInlineLine;
+  }
+  Stage& inline_flag(int q, std::uint64_t g) const { return *reinterpret_cast<Stage*>(inline_line(q, g)); }
+  unsigned char* inline_data(int q, std::uint64_t g) const { return inline_line(q, g) + sizeof(std::uint64_t); }
   unsigned char* slot(int q, std::uint64_t g) const {
     return seg_->base() + header_ + (static_cast<std::size_t>(q) * kSlots + g % kSlots) * opt_.chunk_bytes;
   }
   void publish(std::uint64_t value) { stage(rank_).store(value, std::memory_order_release); }
   void wait_for(int q, std::uint64_t value) const { wait_at_least(stage(q), value, policy_, rank_, q); }
-  void wait_peers(std::uint64_t value) const {
+  void wait_peers(std::uint64_t value) {
+    if (value <= peers_at_) return;
     for (int q = 0; q < size_; ++q) {
       if (q != rank_) wait_for(q, value);
     }
+    peers_at_ = value;
   }
 
   // dst = this rank's contribution of n elements (scaled by 1/size for float avg).
@@ -102,10 +149,19 @@ class Engine final : public ShmAllreduce {
     if (c.scale_inputs) host::scale(dst, src, n, c.dtype, 1.0 / size_);
     else host::copy(dst, src, n * c.es);
   }
+  // dst = this rank's contribution of virtual elements [b, e).
+  void contribute_range(unsigned char* dst, const Pieces& ps, std::size_t b, std::size_t e, const Call& c) const {
+    for_range(ps, b, e, c.es, [&](const unsigned char* in, unsigned char*, std::size_t n, std::size_t off) {
+      contribute(dst + off * c.es, in, n, c);
+    });
+  }
 
-  void whole_chunk(std::uint64_t g, const unsigned char* send, unsigned char* recv, std::size_t m, const Call& c);
-  void sliced_chunk(std::uint64_t g, const unsigned char* send, unsigned char* recv, std::size_t m, const Call& c);
-  void reduce_slice(std::uint64_t g, const unsigned char* send, unsigned char* recv, Range mine, const Call& c);
+  // Validates, then reduces the virtual concatenation of ps (total elements) chunk by chunk.
+  void run(const Pieces& ps, std::size_t total, gjDataType_t dtype, gjRedOp_t op);
+  void whole_chunk(std::uint64_t g, const Pieces& ps, std::size_t base, std::size_t m, const Call& c);
+  void inline_chunk(std::uint64_t g, const Pieces& ps, std::size_t m, const Call& c);
+  void sliced_chunk(std::uint64_t g, const Pieces& ps, std::size_t base, std::size_t m, const Call& c);
+  void reduce_slice(std::uint64_t g, const Pieces& ps, std::size_t base, Range mine, const Call& c);
 
   std::unique_ptr<Segment> seg_;
   std::size_t header_;
@@ -114,11 +170,34 @@ class Engine final : public ShmAllreduce {
   ShmOptions opt_;
   WaitPolicy policy_;
   std::uint64_t next_chunk_ = 0;
+  // Every peer is known to be at this stage or later: stages only grow, so a wait for a stage
+  // at or below it (usually the slot-reuse wait, implied by the previous chunk's waits) is
+  // skipped instead of reading every peer's counter line again, a cross-core miss per call.
+  std::uint64_t peers_at_ = 0;
   bool broken_ = false;
   std::vector<unsigned char> scratch_ = std::vector<unsigned char>(kSubBlockBytes);
+  std::vector<Piece> group_;  // allreduce_group's pieces, kept to reuse the allocation
 };
 
 void Engine::allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op) {
+  const Piece one{static_cast<const unsigned char*>(send), static_cast<unsigned char*>(recv), 0, count};
+  run(Pieces{&one, &one + 1}, count, dtype, op);
+}
+
+void Engine::allreduce_group(const void* const* sends, void* const* recvs, const std::size_t* counts, int n,
+                             gjDataType_t dtype, gjRedOp_t op) {
+  group_.clear();
+  std::size_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    if (counts[i] == 0) continue;
+    group_.push_back(Piece{static_cast<const unsigned char*>(sends[i]), static_cast<unsigned char*>(recvs[i]),
+                           total, counts[i]});
+    total += counts[i];
+  }
+  run(Pieces{group_.data(), group_.data() + group_.size()}, total, dtype, op);
+}
+
+void Engine::run(const Pieces& ps, std::size_t total, gjDataType_t dtype, gjRedOp_t op) {
   if (broken_) {
     throw Error(gjInvalidUsage,
                 "shared-memory allreduce: a previous call failed (timeout or error), so the ranks are out of step; "
@@ -129,19 +208,18 @@ void Engine::allreduce(const void* send, void* recv, std::size_t count, gjDataTy
     throw Error(gjInvalidArgument, "shared-memory allreduce: dtype=" + std::to_string(static_cast<int>(dtype)) +
                                        " op=" + std::to_string(static_cast<int>(op)) + " is not a valid pair");
   }
-  if (count == 0) return;
+  if (total == 0) return;
   const Call c{dtype, op, es, op == gjAvg && is_floating(dtype) && size_ > 1, op == gjAvg && !is_floating(dtype)};
-  const bool whole = count * es <= kWholeReduceMaxBytes;
+  const bool whole = total * es <= kWholeReduceMaxBytes;
   const std::size_t per_chunk = chunk_elems(opt_.chunk_bytes, es);
-  const auto* in = static_cast<const unsigned char*>(send);
-  auto* out = static_cast<unsigned char*>(recv);
   try {
-    for (std::size_t off = 0; off < count; off += per_chunk) {
-      const std::size_t m = std::min(per_chunk, count - off);
+    for (std::size_t off = 0; off < total; off += per_chunk) {
+      const std::size_t m = std::min(per_chunk, total - off);
       const std::uint64_t g = next_chunk_++;
       if (g >= kSlots) wait_peers(done(g - kSlots));  // our slot (g % 2) is free again
-      if (whole) whole_chunk(g, in + off * es, out + off * es, m, c);
-      else sliced_chunk(g, in + off * es, out + off * es, m, c);
+      if (total * es <= kInlineBytes) inline_chunk(g, ps, m, c);
+      else if (whole) whole_chunk(g, ps, off, m, c);
+      else sliced_chunk(g, ps, off, m, c);
     }
   } catch (...) {
     broken_ = true;
@@ -149,31 +227,50 @@ void Engine::allreduce(const void* send, void* recv, std::size_t count, gjDataTy
   }
 }
 
-void Engine::whole_chunk(std::uint64_t g, const unsigned char* send, unsigned char* recv, std::size_t m,
-                         const Call& c) {
-  contribute(slot(rank_, g), send, m, c);
+void Engine::whole_chunk(std::uint64_t g, const Pieces& ps, std::size_t base, std::size_t m, const Call& c) {
+  contribute_range(slot(rank_, g), ps, base, base + m, c);
   publish(published(g));
   wait_peers(published(g));
   // Sources are all slots (ours included), so recv may alias send.
-  host::copy(recv, slot(0, g), m * c.es);
-  for (int q = 1; q < size_; ++q) host::reduce_into(recv, slot(q, g), m, c.dtype, c.op);
-  if (c.divide_sum) host::divide(recv, m, c.dtype, size_);
+  for_range(ps, base, base + m, c.es, [&](const unsigned char*, unsigned char* out, std::size_t n, std::size_t off) {
+    host::copy(out, slot(0, g) + off * c.es, n * c.es);
+    for (int q = 1; q < size_; ++q) host::reduce_into(out, slot(q, g) + off * c.es, n, c.dtype, c.op);
+    if (c.divide_sum) host::divide(out, n, c.dtype, size_);
+  });
   publish(done(g));
 }
 
-void Engine::sliced_chunk(std::uint64_t g, const unsigned char* send, unsigned char* recv, std::size_t m,
-                          const Call& c) {
+// As whole_chunk, with the data in the inline lines. The stage counter still moves through
+// published(g) and done(g), so every other wait keeps its meaning; a peer's inline flag at
+// published(g) implies its stage counter is there too (it is stored first).
+void Engine::inline_chunk(std::uint64_t g, const Pieces& ps, std::size_t m, const Call& c) {
+  contribute_range(inline_data(rank_, g), ps, 0, m, c);
+  publish(published(g));
+  inline_flag(rank_, g).store(published(g), std::memory_order_release);
+  for (int q = 0; q < size_; ++q) {
+    if (q != rank_) wait_at_least(inline_flag(q, g), published(g), policy_, rank_, q);
+  }
+  peers_at_ = std::max(peers_at_, published(g));
+  for_range(ps, 0, m, c.es, [&](const unsigned char*, unsigned char* out, std::size_t n, std::size_t off) {
+    host::copy(out, inline_data(0, g) + off * c.es, n * c.es);
+    for (int q = 1; q < size_; ++q) host::reduce_into(out, inline_data(q, g) + off * c.es, n, c.dtype, c.op);
+    if (c.divide_sum) host::divide(out, n, c.dtype, size_);
+  });
+  publish(done(g));
+}
+
+void Engine::sliced_chunk(std::uint64_t g, const Pieces& ps, std::size_t base, std::size_t m, const Call& c) {
   const Range mine = slice_of(m, size_, rank_, c.es);
   unsigned char* my_slot = slot(rank_, g);
   // A: the peers need every slice of our input but our own.
-  contribute(my_slot, send, mine.begin, c);
-  contribute(my_slot + mine.end * c.es, send + mine.end * c.es, m - mine.end, c);
+  contribute_range(my_slot, ps, base, base + mine.begin, c);
+  contribute_range(my_slot + mine.end * c.es, ps, base + mine.end, base + m, c);
   publish(published(g));
 
   // B
   if (mine.size() > 0) {
     wait_peers(published(g));
-    reduce_slice(g, send, recv, mine, c);
+    reduce_slice(g, ps, base, mine, c);
   }
   publish(reduced(g));
 
@@ -183,37 +280,44 @@ void Engine::sliced_chunk(std::uint64_t g, const unsigned char* send, unsigned c
     const Range theirs = slice_of(m, size_, q, c.es);
     if (theirs.size() == 0) continue;
     wait_for(q, reduced(g));
-    host::copy(recv + theirs.begin * c.es, slot(q, g) + theirs.begin * c.es, theirs.size() * c.es);
+    const unsigned char* reduced_slice = slot(q, g) + theirs.begin * c.es;
+    for_range(ps, base + theirs.begin, base + theirs.end, c.es,
+              [&](const unsigned char*, unsigned char* out, std::size_t n, std::size_t off) {
+                host::copy(out, reduced_slice + off * c.es, n * c.es);
+              });
   }
   publish(done(g));
 }
 
-// Reduces elements [mine.begin, mine.end) of the chunk in rank order into our slot, then
-// copies them to recv. Our own input is read from send here, sub-block by sub-block before
-// that sub-block of recv is written, so send == recv is safe.
-void Engine::reduce_slice(std::uint64_t g, const unsigned char* send, unsigned char* recv, Range mine,
-                          const Call& c) {
+// Reduces elements [mine.begin, mine.end) of the chunk at virtual element `base` in rank
+// order into our slot, then copies them to the tensors' recv. Our own input is read from send
+// here, sub-block by sub-block before that sub-block of recv is written, so send == recv is safe.
+void Engine::reduce_slice(std::uint64_t g, const Pieces& ps, std::size_t base, Range mine, const Call& c) {
   const std::size_t block = kSubBlockBytes / c.es;
   for (std::size_t b = mine.begin; b < mine.end; b += block) {
     const std::size_t n = std::min(block, mine.end - b);
     const std::size_t at = b * c.es;
+    const std::size_t vb = base + b, ve = vb + n;  // this sub-block, in virtual elements
     unsigned char* acc = slot(rank_, g) + at;
     for (int q = 0; q < size_; ++q) {
-      const bool own = q == rank_;
-      const unsigned char* src = own ? send + at : slot(q, g) + at;
-      if (q == 0) {
-        if (own) contribute(acc, src, n, c);
-        else host::copy(acc, src, n * c.es);
-        continue;
+      if (q != rank_) {
+        if (q == 0) host::copy(acc, slot(q, g) + at, n * c.es);
+        else host::reduce_into(acc, slot(q, g) + at, n, c.dtype, c.op);
+      } else if (q == 0) {
+        contribute_range(acc, ps, vb, ve, c);
+      } else if (c.scale_inputs) {
+        contribute_range(scratch_.data(), ps, vb, ve, c);
+        host::reduce_into(acc, scratch_.data(), n, c.dtype, c.op);
+      } else {
+        for_range(ps, vb, ve, c.es, [&](const unsigned char* in, unsigned char*, std::size_t k, std::size_t off) {
+          host::reduce_into(acc + off * c.es, in, k, c.dtype, c.op);
+        });
       }
-      if (own && c.scale_inputs) {
-        contribute(scratch_.data(), src, n, c);
-        src = scratch_.data();
-      }
-      host::reduce_into(acc, src, n, c.dtype, c.op);
     }
     if (c.divide_sum) host::divide(acc, n, c.dtype, size_);
-    host::copy(recv + at, acc, n * c.es);
+    for_range(ps, vb, ve, c.es, [&](const unsigned char*, unsigned char* out, std::size_t k, std::size_t off) {
+      host::copy(out, acc + off * c.es, k * c.es);
+    });
   }
 }
 
@@ -246,7 +350,8 @@ std::unique_ptr<ShmAllreduce> ShmAllreduce::create(MPI_Comm comm, const ShmOptio
 
   ShmOptions opt = options;
   opt.chunk_bytes = round_up(opt.chunk_bytes, kPage);
-  const std::size_t header = round_up(kControlLine * (static_cast<std::size_t>(size) + 1), kPage);
+  const std::size_t header =
+      round_up(kControlLine * (static_cast<std::size_t>(size) + 1) + kInlineLine * kSlots * size, kPage);
   const std::size_t bytes = header + static_cast<std::size_t>(size) * kSlots * opt.chunk_bytes;
   auto segment = Segment::map_shared(comm, bytes, why_not);
   if (!segment) return nullptr;

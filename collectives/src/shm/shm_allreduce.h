@@ -44,9 +44,11 @@ class ShmAllreduce {
                          gjRedOp_t op) = 0;
 
   // Added by the performance work: n tensors of one dtype, each reduced exactly as
-  // allreduce() would (same bits), without packing them into a fusion buffer first: this
-  // path's per-call cost is a few microseconds, so the two copies of pack + unpack cost more
-  // than fusion saves (docs/benchmarks.md). sends[i] == recvs[i] is in place. Collective.
+  // allreduce() would (same bits), without packing them into a fusion buffer first (the two
+  // copies of pack + unpack cost more than fusion saves, docs/benchmarks.md). The engine
+  // reduces the tensors in one synchronized pass over their virtual concatenation (chunks
+  // span tensor boundaries); counts[i] == 0 is allowed. sends[i] == recvs[i] is in place;
+  // distinct tensors must not overlap. Collective.
   virtual void allreduce_group(const void* const* sends, void* const* recvs, const std::size_t* counts, int n,
                                gjDataType_t dtype, gjRedOp_t op) {
     for (int i = 0; i < n; ++i) allreduce(sends[i], recvs[i], counts[i], dtype, op);

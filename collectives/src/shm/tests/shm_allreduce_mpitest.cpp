@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../host/tests/reference_half.h"
@@ -187,32 +188,55 @@ void run_case(gj::shm::ShmAllreduce& engine, const std::string& engine_name, gjD
   }
 }
 
-// allreduce_group gives the bits of one allreduce per tensor (in place and out of place).
-void group_case(gj::shm::ShmAllreduce& engine) {
-  const std::size_t counts[] = {1, 0, 1000, 40000, 3, 300000};
-  const int n = 6;
-  std::vector<std::vector<float>> in(n), out(n), want(n);
+// allreduce_group gives the bits of one allreduce per tensor (in place and out of place,
+// alternating by tensor), for every dtype x op, over tensor lists whose totals fall on both
+// sides of the whole/sliced switch and span several chunks, with empty tensors first, last
+// and in between, and tensors that straddle chunk and slice boundaries.
+void group_case(gj::shm::ShmAllreduce& engine, gjDataType_t t, gjRedOp_t op, const std::vector<std::size_t>& counts,
+                const std::string& shape) {
+  const std::size_t es = elem_size(t);
+  const std::size_t n = counts.size();
+  std::vector<std::vector<unsigned char>> in(n), out(n), want(n);
   std::vector<const void*> sends;
   std::vector<void*> recvs;
-  for (int k = 0; k < n; ++k) {
-    in[k].resize(counts[k]);
-    out[k].assign(counts[k], -1.0f);
-    for (std::size_t i = 0; i < counts[k]; ++i) in[k][i] = static_cast<float>(input(gjFloat32, g_rank, i + k));
+  for (std::size_t k = 0; k < n; ++k) {
+    in[k].resize(counts[k] * es + 1);  // + 1: never a zero-size vector's null data()
+    out[k].assign(counts[k] * es + 1, 0xAB);
+    for (std::size_t i = 0; i < counts[k]; ++i) store(t, in[k].data(), i, input(t, g_rank, i + 3 * k));
     want[k] = in[k];
-    engine.allreduce(want[k].data(), want[k].data(), counts[k], gjFloat32, gjAvg);
+    engine.allreduce(want[k].data(), want[k].data(), counts[k], t, op);
+    want[k].back() = 0xAB;
     sends.push_back(in[k].data());
     recvs.push_back(k % 2 == 0 ? out[k].data() : static_cast<void*>(in[k].data()));
+    if (k % 2 == 1) in[k].back() = 0xAB;
   }
-  engine.allreduce_group(sends.data(), recvs.data(), counts, n, gjFloat32, gjAvg);
-  for (int k = 0; k < n; ++k) {
-    const float* got = static_cast<const float*>(recvs[k]);
-    for (std::size_t i = 0; i < counts[k]; ++i) {
-      if (std::memcmp(&got[i], &want[k][i], sizeof(float)) != 0) {
-        report("allreduce_group tensor " + std::to_string(k), i, "differs from a per-tensor allreduce");
-        break;
-      }
+  engine.allreduce_group(sends.data(), recvs.data(), counts.data(), static_cast<int>(n), t, op);
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto* got = static_cast<const unsigned char*>(recvs[k]);
+    if (std::memcmp(got, want[k].data(), counts[k] * es + 1) != 0) {
+      std::size_t i = 0;
+      while (i < counts[k] && std::memcmp(got + i * es, want[k].data() + i * es, es) == 0) ++i;
+      report(std::string("allreduce_group ") + shape + " " + dtype_name(t) + " " + op_name(op) + " tensor " +
+                 std::to_string(k) + " count=" + std::to_string(counts[k]),
+             i, i < counts[k] ? "differs from a per-tensor allreduce" : "wrote past count");
     }
   }
+}
+
+// Tensor lists in elements of a dtype of es bytes, for an engine with 64 KiB chunks.
+std::vector<std::pair<std::string, std::vector<std::size_t>>> group_shapes(std::size_t es) {
+  const std::size_t chunk = 64 * 1024 / es, line = 64 / es;
+  std::vector<std::size_t> many;  // a ResNet-like mix: many small tensors, a few large ones
+  for (std::size_t k = 0; k < 40; ++k) many.push_back(k % 7 == 0 ? 0 : (k * 37 + 5) % 900 + (k % 9 == 0 ? chunk : 0));
+  return {
+      {"empty", {0, 0}},
+      {"one", {0, 5, 0}},
+      {"small", {1, 0, 7, line + 1, 3, 0}},
+      {"whole-edge", {32 * 1024 / es - 10, 10}},
+      {"just-sliced", {32 * 1024 / es - 10, 11}},
+      {"straddle", {0, chunk - 1, 2, chunk / 2 + 1, chunk / 2 + line, 0, 3 * chunk + 5, 1}},
+      {"many", many},
+  };
 }
 
 // Rank 1 stays away from the allreduce: rank 0 must get gjTimeout after about timeout_ms,
@@ -286,7 +310,11 @@ int main(int argc, char** argv) {
           // Larger than the standard engine's 2 x 1 MiB slots: several passes through them.
           for (bool in_place : {false, true}) run_case(*standard, "standard", t, gjAvg, (3u << 20) / es + 3, in_place);
         }
-        group_case(*chunked);
+        for (gjDataType_t t : types) {
+          for (gjRedOp_t op : ops) {
+            for (const auto& [shape, counts] : group_shapes(elem_size(t))) group_case(*chunked, t, op, counts, shape);
+          }
+        }
         if (failures > 0) rc = 2;
       }
     }
