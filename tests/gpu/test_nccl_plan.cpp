@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "dtype.h"
 #include "error.h"
 #include "nccl/nccl_plan.h"
 
@@ -65,7 +66,7 @@ TEST_CASE("plan_allreduce: avg") {
       {gjUint8, 300, ncclSum, 0.0, 300},
   };
   for (const Row& r : rows) {
-    INFO("dtype=" << gj::nccl::dtype_name(r.dtype) << " nranks=" << r.nranks);
+    INFO("dtype=" << gj::dtype_name(r.dtype) << " nranks=" << r.nranks);
     const auto p = plan_allreduce(r.dtype, gjAvg, r.nranks);
     CHECK(p.dtype == gj::nccl::to_nccl(r.dtype));
     CHECK(p.op == r.op);

@@ -1,5 +1,6 @@
 #include "nccl_plan.h"
 
+#include "../dtype.h"
 #include "../error.h"
 
 namespace gj::nccl {
@@ -42,19 +43,6 @@ AllreducePlan plan_allreduce(gjDataType_t dtype, gjRedOp_t op, int nranks) {
     default: break;
   }
   throw Error(gjInvalidArgument, "NCCL backend: op=" + std::to_string(op) + " is not a gjRedOp_t");
-}
-
-const char* dtype_name(gjDataType_t dtype) {
-  switch (dtype) {
-    case gjFloat32: return "f32";
-    case gjFloat64: return "f64";
-    case gjFloat16: return "f16";
-    case gjBfloat16: return "bf16";
-    case gjInt32: return "i32";
-    case gjInt64: return "i64";
-    case gjUint8: return "u8";
-    default: return "?";
-  }
 }
 
 const char* op_name(gjRedOp_t op) {

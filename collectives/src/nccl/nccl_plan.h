@@ -28,7 +28,6 @@ ncclDataType_t to_nccl(gjDataType_t dtype);
 AllreducePlan plan_allreduce(gjDataType_t dtype, gjRedOp_t op, int nranks);
 
 bool is_floating(gjDataType_t dtype);
-const char* dtype_name(gjDataType_t dtype);
 const char* op_name(gjRedOp_t op);
 
 // An enqueued operation, kept as values so that the fast path builds no strings; describe()
