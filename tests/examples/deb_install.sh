@@ -20,7 +20,10 @@ trap 'dpkg --purge gj-mpirun-dev gj-mpirun >/dev/null 2>&1 || true' EXIT
 dpkg -i "${debs[@]}"
 out=$(/usr/bin/gj-mpirun --version)
 echo "installed: $out"
-ldconfig -p | grep -q libgj_collectives.so || { echo "deb_install.sh: FAIL: libgj_collectives.so not in the ldconfig cache" >&2; exit 1; }
+# Read the cache into a variable first: `ldconfig -p | grep -q` under pipefail fails with 141
+# when grep exits early and the listing is larger than a pipe buffer (CI machines with many libs).
+ld_cache=$(ldconfig -p)
+grep -q 'libgj_collectives\.so\.0 ' <<<"$ld_cache" || { echo "deb_install.sh: FAIL: libgj_collectives.so not in the ldconfig cache" >&2; exit 1; }
 env -u GJ_COLLECTIVES_LIB /usr/bin/python3 -c 'import sys; sys.path.insert(0, "/usr/share/gj/python"); import gj_collectives as g; print("python module loads", g.library_path)' \
   || { echo "deb_install.sh: FAIL: /usr/share/gj/python/gj_collectives.py cannot load the library" >&2; exit 1; }
 echo "deb_install.sh: ok"
