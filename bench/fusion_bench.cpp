@@ -4,10 +4,12 @@
 //
 //   mpiexec --allow-run-as-root -np 2 build/bench/gj_fusion_bench [--type f32|bf16]
 //       [--rounds 3] [--iters 5] [--scale 1] [--fusion-bytes <library default>]
+//       [--shm-chunk-bytes <engine default>]
 //
 // In place (sendbuffs == recvbuffs), op sum. time = slowest rank's mean per step (all 161
 // tensors), best of `rounds` alternating batches; speedup = per-tensor MPI time / time.
-// --scale N divides every tensor size by N (rounded up), for quick runs.
+// --scale N divides every tensor size by N (rounded up), for quick runs. --shm-chunk-bytes sets
+// the pipeline chunk of the two "shm engine" rows (the library's own path keeps the default).
 #include <mpi.h>
 
 #include <algorithm>
@@ -88,7 +90,7 @@ int main(int argc, char** argv) {
 
   std::string type;
   int rounds = 0, iters = 0;
-  long long scale = 1, fusion_bytes = -1;
+  long long scale = 1, fusion_bytes = -1, chunk_bytes = 0;
   try {
     gj::bench::Args args(argc, argv);
     type = args.str("type", "f32");
@@ -96,6 +98,7 @@ int main(int argc, char** argv) {
     iters = static_cast<int>(args.num("iters", 5));
     scale = args.num("scale", 1);
     fusion_bytes = args.num("fusion-bytes", -1);
+    chunk_bytes = args.num("shm-chunk-bytes", static_cast<long long>(gj::shm::ShmOptions{}.chunk_bytes));
     args.reject_unknown();
     if (type != "f32" && type != "bf16") throw std::invalid_argument("--type " + type + ": use f32 or bf16");
     if (rounds < 1 || iters < 1 || scale < 1) throw std::invalid_argument("--rounds, --iters, --scale must be >= 1");
@@ -129,14 +132,23 @@ int main(int argc, char** argv) {
     double time = std::numeric_limits<double>::infinity();
     long long wrong = 0;
   };
-  // The shm engine's list call alone (what gjGroupedAllReduce can do on this path without
-  // packing; see docs/benchmarks.md), when the ranks share a node.
-  auto engine = gj::shm::ShmAllreduce::create(MPI_COMM_WORLD);
+  // The shm engine's list call alone (what gjGroupedAllReduce does on this path; see
+  // docs/benchmarks.md), when the ranks share a node, once with each way of waiting for peers
+  // forced (the library picks sleeping when the ranks outnumber the CPUs).
+  using Wait = gj::shm::ShmOptions::Wait;
+  std::unique_ptr<gj::shm::ShmAllreduce> engines[2];
+  for (Wait w : {Wait::Spin, Wait::Sleep}) {
+    gj::shm::ShmOptions opt;
+    opt.wait = w;
+    opt.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
+    engines[w == Wait::Sleep] = gj::shm::ShmAllreduce::create(MPI_COMM_WORLD, opt);
+  }
   Method methods[] = {{"per-tensor MPI_Allreduce"},
                       {"per-tensor gjAllReduce"},
                       {"gjGroupedAllReduce"},
-                      {"shm engine allreduce_group"}};
-  const int nmethods = engine ? 4 : 3;
+                      {"shm engine, spinning waits"},
+                      {"shm engine, sleeping waits"}};
+  const int nmethods = engines[0] && engines[1] ? 5 : 3;
   auto step = [&](int m) {
     if (m == 0) {
       for (int k = 0; k < nt; ++k) {
@@ -147,8 +159,8 @@ int main(int argc, char** argv) {
         gj::bench::check(gjAllReduce(g.ptrs[k], g.ptrs[k], g.counts[k], g.dtype, gjSum, comm, nullptr), comm,
                          "gjAllReduce");
       }
-    } else if (m == 3) {
-      engine->allreduce_group(g.ptrs.data(), g.ptrs.data(), g.counts.data(), nt, g.dtype, gjSum);
+    } else if (m >= 3) {
+      engines[m - 3]->allreduce_group(g.ptrs.data(), g.ptrs.data(), g.counts.data(), nt, g.dtype, gjSum);
     } else {
       gj::bench::check(gjGroupedAllReduce(g.ptrs.data(), g.ptrs.data(), g.counts.data(), nt, g.dtype, gjSum, comm,
                                           nullptr),
@@ -184,7 +196,7 @@ int main(int argc, char** argv) {
   }
   long long wrong = 0;
   for (const Method& m : methods) wrong += m.wrong;
-  engine.reset();
+  for (auto& e : engines) e.reset();
   gjCommDestroy(comm);
   bf16_owner.reset();
   MPI_Finalize();

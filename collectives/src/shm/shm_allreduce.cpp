@@ -19,6 +19,7 @@
 #include <cstring>
 #include <vector>
 
+#include "dtype.h"
 #include "error.h"
 #include "host/reduce.h"
 #include "shm/plan.h"
@@ -28,11 +29,10 @@
 namespace gj::shm {
 namespace {
 
-using Stage = std::atomic<std::uint64_t>;
-static_assert(Stage::is_always_lock_free && sizeof(Stage) == sizeof(std::uint64_t),
-              "stage counters must be plain lock-free words to live in shared memory");
+using Flag = std::atomic<std::uint64_t>;
 
-constexpr std::size_t kControlLine = 128;  // one stage counter per 128 bytes: no false sharing
+constexpr std::size_t kControlLine = 128;  // one StageWord per 128 bytes: no false sharing
+static_assert(sizeof(StageWord) <= kControlLine, "a stage word fits its control line");
 // Tiny messages travel inside one cache line next to their own ready flag, so a peer gets
 // flag and data in one cross-core transfer instead of two (flag, then slot): per rank, one
 // such line per slot parity, after the stage counters.
@@ -42,20 +42,6 @@ constexpr std::size_t kPage = 4096;
 constexpr std::size_t kSubBlockBytes = 16 * 1024;  // accumulator stays in L1 across p passes
 
 std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
-
-std::size_t elem_size(gjDataType_t t) {
-  switch (t) {
-    case gjFloat32: case gjInt32: return 4;
-    case gjFloat64: case gjInt64: return 8;
-    case gjFloat16: case gjBfloat16: return 2;
-    case gjUint8: return 1;
-    default: return 0;
-  }
-}
-
-bool is_floating(gjDataType_t t) {
-  return t == gjFloat32 || t == gjFloat64 || t == gjFloat16 || t == gjBfloat16;
-}
 
 void check_mpi(int rc, const char* call) {
   if (rc != MPI_SUCCESS) throw Error(gjMpiError, std::string(call) + " failed in gj::shm::ShmAllreduce::create");
@@ -123,17 +109,17 @@ class Engine final : public ShmAllreduce {
     bool divide_sum;    // integer avg: exact sum, then truncating division
   };
 
-  Stage& stage(int q) const { return *reinterpret_cast<Stage*>(seg_->base() + kControlLine * (q + 1)); }
+  StageWord& stage(int q) const { return *reinterpret_cast<StageWord*>(seg_->base() + kControlLine * (q + 1)); }
   unsigned char* inline_line(int q, std::uint64_t g) const {
     return seg_->base() + kControlLine * (static_cast<std::size_t>(size_) + 1) +
            (static_cast<std::size_t>(q) * kSlots + g % kSlots) * kInlineLine;
   }
-  Stage& inline_flag(int q, std::uint64_t g) const { return *reinterpret_cast<Stage*>(inline_line(q, g)); }
+  Flag& inline_flag(int q, std::uint64_t g) const { return *reinterpret_cast<Flag*>(inline_line(q, g)); }
   unsigned char* inline_data(int q, std::uint64_t g) const { return inline_line(q, g) + sizeof(std::uint64_t); }
   unsigned char* slot(int q, std::uint64_t g) const {
     return seg_->base() + header_ + (static_cast<std::size_t>(q) * kSlots + g % kSlots) * opt_.chunk_bytes;
   }
-  void publish(std::uint64_t value) { stage(rank_).store(value, std::memory_order_release); }
+  void publish(std::uint64_t value) { shm::publish(stage(rank_), value, policy_); }
   void wait_for(int q, std::uint64_t value) const { wait_at_least(stage(q), value, policy_, rank_, q); }
   void wait_peers(std::uint64_t value) {
     if (value <= peers_at_) return;
@@ -203,7 +189,7 @@ void Engine::run(const Pieces& ps, std::size_t total, gjDataType_t dtype, gjRedO
                 "shared-memory allreduce: a previous call failed (timeout or error), so the ranks are out of step; "
                 "destroy this communicator and create a new one");
   }
-  const std::size_t es = elem_size(dtype);
+  const std::size_t es = dtype_size(dtype);
   if (es == 0 || static_cast<unsigned>(op) >= static_cast<unsigned>(gjNumRedOps)) {
     throw Error(gjInvalidArgument, "shared-memory allreduce: dtype=" + std::to_string(static_cast<int>(dtype)) +
                                        " op=" + std::to_string(static_cast<int>(op)) + " is not a valid pair");
@@ -246,11 +232,17 @@ void Engine::whole_chunk(std::uint64_t g, const Pieces& ps, std::size_t base, st
 void Engine::inline_chunk(std::uint64_t g, const Pieces& ps, std::size_t m, const Call& c) {
   contribute_range(inline_data(rank_, g), ps, 0, m, c);
   publish(published(g));
-  inline_flag(rank_, g).store(published(g), std::memory_order_release);
-  for (int q = 0; q < size_; ++q) {
-    if (q != rank_) wait_at_least(inline_flag(q, g), published(g), policy_, rank_, q);
+  if (policy_.mode == WaitMode::Sleep) {
+    // Sleepers wait on stage words (the inline flags have no room for a sleeper count); the
+    // stage store is a release after the data, so it covers the data as the flag would.
+    wait_peers(published(g));
+  } else {
+    inline_flag(rank_, g).store(published(g), std::memory_order_release);
+    for (int q = 0; q < size_; ++q) {
+      if (q != rank_) wait_at_least(inline_flag(q, g), published(g), policy_, rank_, q);
+    }
+    peers_at_ = std::max(peers_at_, published(g));
   }
-  peers_at_ = std::max(peers_at_, published(g));
   for_range(ps, 0, m, c.es, [&](const unsigned char*, unsigned char* out, std::size_t n, std::size_t off) {
     host::copy(out, inline_data(0, g) + off * c.es, n * c.es);
     for (int q = 1; q < size_; ++q) host::reduce_into(out, inline_data(q, g) + off * c.es, n, c.dtype, c.op);
@@ -355,7 +347,10 @@ std::unique_ptr<ShmAllreduce> ShmAllreduce::create(MPI_Comm comm, const ShmOptio
   const std::size_t bytes = header + static_cast<std::size_t>(size) * kSlots * opt.chunk_bytes;
   auto segment = Segment::map_shared(comm, bytes, why_not);
   if (!segment) return nullptr;
-  const WaitPolicy policy{opt.timeout_ms, spins_for(size, union_cpus(comm))};
+  const WaitMode mode = opt.wait == ShmOptions::Wait::Sleep  ? WaitMode::Sleep
+                        : opt.wait == ShmOptions::Wait::Spin ? WaitMode::Spin
+                                                             : mode_for(size, union_cpus(comm));
+  const WaitPolicy policy = policy_for(opt.timeout_ms, mode);
   return std::make_unique<Engine>(std::move(segment), header, rank, size, opt, policy);
 }
 

@@ -25,6 +25,10 @@ struct ShmOptions {
   // preferred(bytes) is true from this many bytes up: below it the caller's MPI_Allreduce
   // measured faster (see docs/benchmarks.md). 0 = always preferred.
   std::size_t min_bytes = 0;
+  // How a rank waits for its peers: Auto sleeps (futex) when the ranks outnumber the CPUs
+  // they may run on, else spins; Spin and Sleep force one (tests, benchmarks).
+  enum class Wait { Auto, Spin, Sleep };
+  Wait wait = Wait::Auto;
 };
 
 class ShmAllreduce {

@@ -10,25 +10,15 @@
 #include <tuple>
 #include <vector>
 
+#include "dtype.h"
 #include "error.h"
 #include "host/reduce.h"
 #include "reference_half.h"
 
 namespace {
 
-std::size_t elem_size(gjDataType_t t) {
-  switch (t) {
-    case gjFloat32: case gjInt32: return 4;
-    case gjFloat64: case gjInt64: return 8;
-    case gjFloat16: case gjBfloat16: return 2;
-    default: return 1;
-  }
-}
-
-const char* dtype_name(gjDataType_t t) {
-  static const char* names[] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8"};
-  return names[t];
-}
+using gj::dtype_name;
+std::size_t elem_size(gjDataType_t t) { return gj::dtype_size(t); }
 
 // Buffer of one dtype, read and written as doubles (all test values are exact in every type).
 struct Buf {

@@ -3,6 +3,8 @@
 // chunk boundaries, with rank-dependent inputs whose result is computed independently here
 // (step by step in rank order, rounding 16-bit types with the reference encoder) and, where
 // MPI can do the same reduction, also compared bitwise against MPI_Allreduce.
+// Arguments: "sleep" / "spin" force how ranks wait (default: the engine's choice), "timeout"
+// runs the dead-peer test instead.
 // Exit codes: 0 ok, 2 wrong result, 3 create() returned nullptr, 4 timeout test failed,
 // 5 unexpected exception.
 #include <mpi.h>
@@ -11,34 +13,25 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "../../host/tests/reference_half.h"
+#include "dtype.h"
 #include "error.h"
 #include "shm/shm_allreduce.h"
 
 namespace {
 
 int g_rank = 0, g_size = 1;
+// How ranks wait (argument "sleep" or "spin"; default: the engine's own choice).
+gj::shm::ShmOptions::Wait g_wait = gj::shm::ShmOptions::Wait::Auto;
 
-std::size_t elem_size(gjDataType_t t) {
-  switch (t) {
-    case gjFloat32: case gjInt32: return 4;
-    case gjFloat64: case gjInt64: return 8;
-    case gjFloat16: case gjBfloat16: return 2;
-    default: return 1;
-  }
-}
-const char* dtype_name(gjDataType_t t) {
-  static const char* n[] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8"};
-  return n[t];
-}
-const char* op_name(gjRedOp_t o) {
-  static const char* n[] = {"sum", "avg", "min", "max", "prod"};
-  return n[o];
-}
+using gj::dtype_name;
+using gj::op_name;
+std::size_t elem_size(gjDataType_t t) { return gj::dtype_size(t); }
 
 // Input of rank q at index i: small integers (signed types may be negative), period 11 in i.
 double input(gjDataType_t t, int q, std::size_t i) {
@@ -244,6 +237,7 @@ std::vector<std::pair<std::string, std::vector<std::size_t>>> group_shapes(std::
 int timeout_test() {
   gj::shm::ShmOptions opt;
   opt.timeout_ms = 300;
+  opt.wait = g_wait;
   std::string why;
   auto engine = gj::shm::ShmAllreduce::create(MPI_COMM_WORLD, opt, &why);
   if (!engine) return 3;
@@ -283,14 +277,23 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   int rc = 0;
   try {
-    if (argc > 1 && std::string(argv[1]) == "timeout") {
+    bool timeout = false;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "timeout") timeout = true;
+      else if (a == "sleep") g_wait = gj::shm::ShmOptions::Wait::Sleep;
+      else if (a == "spin") g_wait = gj::shm::ShmOptions::Wait::Spin;
+      else throw std::invalid_argument("unknown argument '" + a + "' (want timeout, sleep, spin)");
+    }
+    if (timeout) {
       rc = g_size >= 2 ? timeout_test() : 0;
     } else {
       std::string why;
-      gj::shm::ShmOptions small;
+      gj::shm::ShmOptions small, normal;
       small.chunk_bytes = 64 * 1024;  // many chunks from modest counts
+      small.wait = normal.wait = g_wait;
       auto chunked = gj::shm::ShmAllreduce::create(MPI_COMM_WORLD, small, &why);
-      auto standard = gj::shm::ShmAllreduce::create(MPI_COMM_WORLD, &why);
+      auto standard = gj::shm::ShmAllreduce::create(MPI_COMM_WORLD, normal, &why);
       if (!chunked || !standard) {
         std::fprintf(stderr, "rank %d: ShmAllreduce::create returned nullptr: %s\n", g_rank, why.c_str());
         rc = 3;
