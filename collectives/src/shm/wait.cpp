@@ -66,7 +66,11 @@ bool spin(const std::atomic<std::uint64_t>& counter, std::uint64_t value, int sp
 WaitMode mode_for(int ranks, int cpus) { return ranks > cpus ? WaitMode::Sleep : WaitMode::Spin; }
 
 WaitPolicy policy_for(long timeout_ms, WaitMode mode) {
-  return WaitPolicy{timeout_ms, mode == WaitMode::Sleep ? 50 : 4000, mode};
+  // Sleep mode yields a few times before sleeping: a short wait (a small message, or a peer
+  // sharing this CPU) is over after a yield, and a futex sleep + wake costs 20-40 us on this
+  // VM (a wake-up interrupt to the other vCPU), 5-10x a whole 4-rank small allreduce.
+  if (mode == WaitMode::Sleep) return WaitPolicy{timeout_ms, 50, mode, 16};
+  return WaitPolicy{timeout_ms, 4000, mode, 0};
 }
 
 void wait_slow(const std::atomic<std::uint64_t>& counter, std::uint64_t value, const WaitPolicy& policy, int me,
@@ -89,6 +93,10 @@ void wait_stage_slow(StageWord& stage, std::uint64_t value, const WaitPolicy& po
     return;
   }
   if (spin(stage.value, value, policy.spins)) return;
+  for (int i = 0; i < policy.yields; ++i) {
+    sched_yield();
+    if (stage.value.load(std::memory_order_acquire) >= value) return;
+  }
   const auto start = Clock::now();
   for (;;) {
     // Register, then re-check: publish() stores, then looks for sleepers (both seq_cst), so

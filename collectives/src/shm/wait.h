@@ -1,9 +1,10 @@
 // Waiting for a peer's stage counter in shared memory. Two modes, chosen per communicator:
 //  - spin (ranks <= CPUs): spin briefly with a pause instruction (the peer is on another core
 //    and about to arrive), then yield the CPU on every check;
-//  - sleep (ranks outnumber CPUs, e.g. 4 ranks on 2 cores): after a few spins, sleep on a
-//    futex on the counter, so the CPU goes to a rank that has work instead of to waiters that
-//    keep waking up to yield; the publisher wakes sleepers only when there are any.
+//  - sleep (ranks outnumber CPUs, e.g. 4 ranks on 2 cores): after a few spins and a few
+//    yields, sleep on a futex on the counter, so the CPU goes to a rank that has work instead
+//    of to waiters that keep waking up to yield; the publisher wakes sleepers only when there
+//    are any.
 // Both give up after a timeout instead of hanging when a peer died.
 #pragma once
 
@@ -18,6 +19,7 @@ struct WaitPolicy {
   long timeout_ms = 300000;  // 0 = forever
   int spins = 2000;          // checks with a pause instruction before yielding / sleeping
   WaitMode mode = WaitMode::Spin;
+  int yields = 0;            // sleep mode: checks with a sched_yield before sleeping
 };
 
 // Sleep when `ranks` processes share fewer `cpus` (spinning then only burns the time slice

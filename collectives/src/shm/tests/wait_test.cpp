@@ -61,6 +61,8 @@ TEST_CASE("sleep mode when the ranks outnumber the CPUs, else spin", "[shm][wait
   CHECK(gj::shm::mode_for(1, 64) == WaitMode::Spin);
   CHECK(gj::shm::policy_for(5, WaitMode::Sleep).spins < gj::shm::policy_for(5, WaitMode::Spin).spins);
   CHECK(gj::shm::policy_for(5, WaitMode::Sleep).timeout_ms == 5);
+  CHECK(gj::shm::policy_for(5, WaitMode::Sleep).yields > 0);  // short waits end before a futex round trip
+  CHECK(gj::shm::policy_for(5, WaitMode::Spin).yields == 0);
 }
 
 TEST_CASE("a sleeping waiter returns when the stage is reached, and sleeps meanwhile", "[shm][wait]") {
