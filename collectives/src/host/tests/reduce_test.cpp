@@ -169,7 +169,7 @@ TEST_CASE("reduce_into: rounding, overflow, wrap-around, NaN and aliasing rows",
 // conversions (checked against the independent reference in convert_test), apply the op as
 // the header defines it, round back. Bit for bit, except that when both operands are NaN the
 // result need only be a NaN (which payload survives is the CPU's choice).
-TEST_CASE("reduce_into: f16/bf16 kernels match element-wise arithmetic on random bit patterns", "[reduce]") {
+TEST_CASE("reduce_into and scale: f16/bf16 kernels match element-wise arithmetic on random bit patterns", "[reduce]") {
   std::uint32_t state = 12345;
   auto next16 = [&] {
     state ^= state << 13;
@@ -201,6 +201,18 @@ TEST_CASE("reduce_into: f16/bf16 kernels match element-wise arithmetic on random
         const std::uint16_t want = a_nan != b_nan && r != r ? narrow(a_nan ? a : b) : narrow(r);
         const bool ok = a_nan && b_nan ? widen(acc[i]) != widen(acc[i]) : acc[i] == want;
         if (!ok && wrong++ == 0) first = i;
+      }
+      INFO("first wrong index " << first << " of " << wrong);
+      CHECK(wrong == 0);
+    }
+    for (float factor : {0.25f, 1.0f / 3.0f, 3.0f}) {  // scale: exact, inexact, overflowing
+      CAPTURE(dtype_name(t), factor);
+      std::vector<std::uint16_t> in(n), out(n);
+      for (auto& v : in) v = next16();
+      gj::host::scale(out.data(), in.data(), n, t, factor);
+      std::size_t wrong = 0, first = n;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (out[i] != narrow(widen(in[i]) * factor) && wrong++ == 0) first = i;
       }
       INFO("first wrong index " << first << " of " << wrong);
       CHECK(wrong == 0);
