@@ -75,6 +75,9 @@ std::unique_ptr<shm::ShmAllreduce> make_shm(const gjComm& c, bool enabled) {
   std::string why_not;
   shm::ShmOptions options;
   options.timeout_ms = c.config.timeout_ms;  // a dead peer: gjTimeout instead of a hang
+  options.wait = c.config.shm_wait == ShmWait::Sleep  ? shm::ShmOptions::Wait::Sleep
+                 : c.config.shm_wait == ShmWait::Spin ? shm::ShmOptions::Wait::Spin
+                                                      : shm::ShmOptions::Wait::Auto;
   auto shm = shm::ShmAllreduce::create(c.mpi, options, &why_not);
   if (!shm) log(c.config, LogLevel::Info, c.rank, "shared-memory allreduce not used: " + why_not);
   return shm;
@@ -94,14 +97,15 @@ void set_up(gjComm& c) {
     return plan_backends(c.config, BackendFacts{kBuiltWithNccl, agreed.min_device_count});
   });
   auto shm = make_shm(c, agreed.shm);
-  const bool shm_used = shm != nullptr;
+  const std::string host_path =
+      shm ? std::string("shared memory (") + shm->wait_name() + " waits) + MPI" : std::string("MPI");
   c.host = make_mpi_backend(c.mpi, std::move(shm));
 #ifdef GJ_HAVE_NCCL
   if (c.plan.use_nccl) c.device = make_nccl_backend(c.mpi, c.local_rank, c.config);
 #endif
   log(c.config, LogLevel::Info, c.rank,
       "communicator ready: size=" + std::to_string(c.size) + " local_size=" + std::to_string(c.local_size) +
-          "; host buffers: " + (shm_used ? "shared memory + MPI" : "MPI") + "; device buffers: " +
+          "; host buffers: " + host_path + "; device buffers: " +
           (c.plan.use_nccl ? std::string("NCCL") : "unsupported, " + c.plan.no_nccl_reason));
 }
 

@@ -78,6 +78,13 @@ bool parse_flag(const char* name, const std::string& v) {
   reject(name, v, "1, 0, true, false, yes, no, on, off");
 }
 
+ShmWait parse_shm_wait(const std::string& v) {
+  if (v == "auto") return ShmWait::Auto;
+  if (v == "spin") return ShmWait::Spin;
+  if (v == "sleep") return ShmWait::Sleep;
+  reject("GJ_COLL_SHM_WAIT", v, "auto, spin, sleep");
+}
+
 std::string parse_log_level(const std::string& v) {
   if (v == "error" || v == "warn" || v == "info" || v == "debug") return v;
   reject("GJ_COLL_LOG_LEVEL", v, "error, warn, info, debug");
@@ -91,6 +98,7 @@ Config parse_config(const Env& env) {
   if (auto* v = lookup(env, "GJ_COLL_FUSION_BYTES")) c.fusion_bytes = parse_bytes("GJ_COLL_FUSION_BYTES", *v);
   if (auto* v = lookup(env, "GJ_COLL_TIMEOUT_MS")) c.timeout_ms = parse_millis("GJ_COLL_TIMEOUT_MS", *v);
   if (auto* v = lookup(env, "GJ_COLL_SHM")) c.shm = parse_flag("GJ_COLL_SHM", *v);
+  if (auto* v = lookup(env, "GJ_COLL_SHM_WAIT")) c.shm_wait = parse_shm_wait(*v);
   if (auto* v = lookup(env, "GJ_COLL_LOG_LEVEL")) c.log_level = parse_log_level(*v);
   if (auto* v = lookup(env, "GJ_COLL_CHECK")) c.check = parse_flag("GJ_COLL_CHECK", *v);
   return c;

@@ -9,6 +9,7 @@
 namespace gj {
 
 enum class BackendChoice { Auto, Mpi, Nccl };
+enum class ShmWait { Auto, Spin, Sleep };
 
 struct Config {
   // GJ_COLL_BACKEND=auto|mpi|nccl (default auto): auto = NCCL for device buffers when built
@@ -23,6 +24,12 @@ struct Config {
   // GJ_COLL_SHM=1|0 (default 1): intra-node shared-memory path for host buffers when every
   // rank of the communicator is on one node.
   bool shm = true;
+  // GJ_COLL_SHM_WAIT=auto|spin|sleep (default auto): how a rank of the shared-memory path
+  // waits for its peers. auto sleeps (futex) when the ranks outnumber the CPUs in their
+  // affinity masks, else spins. Set sleep when a CPU quota (a pod's CPU limit) gives the
+  // ranks fewer CPUs than their affinity shows. Ranks that disagree use the most patient
+  // choice any of them asked for (sleep over spin over auto).
+  ShmWait shm_wait = ShmWait::Auto;
   // GJ_COLL_LOG_LEVEL=error|warn|info|debug (default warn): messages on stderr.
   std::string log_level = "warn";
   // GJ_COLL_CHECK=1|0 (default 0): before every collective, check with one small MPI_Allreduce

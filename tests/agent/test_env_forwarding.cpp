@@ -23,9 +23,10 @@ TEST_CASE("assignments of secret-looking names are redacted", "[env]") {
 TEST_CASE("default exports: job-wide knobs set on the master, never per-node RDMA/NIC settings", "[env]") {
   const EnvMap env = {{"OMP_NUM_THREADS", "4"},   {"NCCL_DEBUG", "INFO"},       {"NCCL_IB_HCA", "mlx5_0"},
                       {"NCCL_SOCKET_IFNAME", "eth0"}, {"HOROVOD_FUSION_THRESHOLD", "1"}, {"PATH", "/bin"},
-                      {"CUDA_VISIBLE_DEVICES", "0"}};
+                      {"CUDA_VISIBLE_DEVICES", "0"}, {"GJ_COLL_SHM_WAIT", "sleep"}, {"GJ_TRAINING_ROLE", "master"}};
   const ExportSelection sel = select_exports(env, {}, true);
-  CHECK(names(sel.vars) == std::vector<std::string>{"OMP_NUM_THREADS", "NCCL_DEBUG", "HOROVOD_FUSION_THRESHOLD"});
+  CHECK(names(sel.vars) ==
+        std::vector<std::string>{"OMP_NUM_THREADS", "NCCL_DEBUG", "HOROVOD_FUSION_THRESHOLD", "GJ_COLL_SHM_WAIT"});
   CHECK(sel.warnings.empty());
   CHECK(select_exports(env, {}, false).vars.empty());
   for (const auto& d : default_exports()) {

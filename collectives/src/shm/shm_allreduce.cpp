@@ -99,6 +99,7 @@ class Engine final : public ShmAllreduce {
   void allreduce_group(const void* const* sends, void* const* recvs, const std::size_t* counts, int n,
                        gjDataType_t dtype, gjRedOp_t op) override;
   bool preferred(std::size_t bytes) const override { return bytes > 0 && bytes >= opt_.min_bytes; }
+  const char* wait_name() const override { return policy_.mode == WaitMode::Sleep ? "sleeping" : "spinning"; }
 
  private:
   struct Call {  // one allreduce call, as the chunk functions need it
@@ -347,9 +348,14 @@ std::unique_ptr<ShmAllreduce> ShmAllreduce::create(MPI_Comm comm, const ShmOptio
   const std::size_t bytes = header + static_cast<std::size_t>(size) * kSlots * opt.chunk_bytes;
   auto segment = Segment::map_shared(comm, bytes, why_not);
   if (!segment) return nullptr;
-  const WaitMode mode = opt.wait == ShmOptions::Wait::Sleep  ? WaitMode::Sleep
-                        : opt.wait == ShmOptions::Wait::Spin ? WaitMode::Spin
-                                                             : mode_for(size, union_cpus(comm));
+  // The protocol needs one mode on every rank (a spinning rank neither wakes sleepers nor
+  // reads the stage words sleepers publish small messages through).
+  int wait = static_cast<int>(opt.wait);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &wait, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce(wait mode)");
+  const auto agreed = static_cast<ShmOptions::Wait>(wait);
+  const WaitMode mode = agreed == ShmOptions::Wait::Sleep  ? WaitMode::Sleep
+                        : agreed == ShmOptions::Wait::Spin ? WaitMode::Spin
+                                                           : mode_for(size, union_cpus(comm));
   const WaitPolicy policy = policy_for(opt.timeout_ms, mode);
   return std::make_unique<Engine>(std::move(segment), header, rank, size, opt, policy);
 }

@@ -26,7 +26,9 @@ struct ShmOptions {
   // measured faster (see docs/benchmarks.md). 0 = always preferred.
   std::size_t min_bytes = 0;
   // How a rank waits for its peers: Auto sleeps (futex) when the ranks outnumber the CPUs
-  // they may run on, else spins; Spin and Sleep force one (tests, benchmarks).
+  // they may run on, else spins; Spin and Sleep force one (GJ_COLL_SHM_WAIT, tests,
+  // benchmarks). All ranks must wait alike, so create() agrees on the largest value any
+  // rank passed (Sleep over Spin over Auto).
   enum class Wait { Auto, Spin, Sleep };
   Wait wait = Wait::Auto;
 };
@@ -62,6 +64,9 @@ class ShmAllreduce {
   // message of `bytes` (count * element size). Pure; the same answer on every rank, so a
   // backend that consults it per call stays collective-consistent.
   virtual bool preferred(std::size_t bytes) const { return bytes > 0; }
+
+  // "spinning" or "sleeping": how this engine's ranks wait for each other (for logs).
+  virtual const char* wait_name() const { return "spinning"; }
 };
 
 }  // namespace gj::shm

@@ -15,6 +15,7 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK(c.fusion_bytes == (std::size_t{64} << 20));
   CHECK(c.timeout_ms == 300000);
   CHECK(c.shm);
+  CHECK(c.shm_wait == gj::ShmWait::Auto);
   CHECK(c.log_level == "warn");
   CHECK_FALSE(c.check);
 }
@@ -40,6 +41,9 @@ TEST_CASE("parse_config: accepted values", "[config]") {
       {"GJ_COLL_SHM", "0", [](const Config& c) { CHECK_FALSE(c.shm); }},
       {"GJ_COLL_SHM", "off", [](const Config& c) { CHECK_FALSE(c.shm); }},
       {"GJ_COLL_SHM", "yes", [](const Config& c) { CHECK(c.shm); }},
+      {"GJ_COLL_SHM_WAIT", "sleep", [](const Config& c) { CHECK(c.shm_wait == gj::ShmWait::Sleep); }},
+      {"GJ_COLL_SHM_WAIT", "spin", [](const Config& c) { CHECK(c.shm_wait == gj::ShmWait::Spin); }},
+      {"GJ_COLL_SHM_WAIT", "auto", [](const Config& c) { CHECK(c.shm_wait == gj::ShmWait::Auto); }},
       {"GJ_COLL_LOG_LEVEL", "debug", [](const Config& c) { CHECK(c.log_level == "debug"); }},
       {"GJ_COLL_LOG_LEVEL", "error", [](const Config& c) { CHECK(c.log_level == "error"); }},
       {"GJ_COLL_CHECK", "1", [](const Config& c) { CHECK(c.check); }},
@@ -71,6 +75,8 @@ TEST_CASE("parse_config: rejected values name the variable, the value and what i
       {"GJ_COLL_TIMEOUT_MS", "1.5", "milliseconds"},
       {"GJ_COLL_TIMEOUT_MS", "9223372036854775808", "milliseconds"},
       {"GJ_COLL_SHM", "2", "1, 0, true"},
+      {"GJ_COLL_SHM_WAIT", "yield", "auto, spin, sleep"},
+      {"GJ_COLL_SHM_WAIT", "Sleep", "auto, spin, sleep"},
       {"GJ_COLL_LOG_LEVEL", "verbose", "error, warn, info, debug"},
       {"GJ_COLL_CHECK", "maybe", "1, 0, true"},
   };

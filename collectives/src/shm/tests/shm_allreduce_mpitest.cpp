@@ -3,7 +3,8 @@
 // chunk boundaries, with rank-dependent inputs whose result is computed independently here
 // (step by step in rank order, rounding 16-bit types with the reference encoder) and, where
 // MPI can do the same reduction, also compared bitwise against MPI_Allreduce.
-// Arguments: "sleep" / "spin" force how ranks wait (default: the engine's choice), "timeout"
+// Arguments: "sleep" / "spin" force how ranks wait (default: the engine's choice), "mixed"
+// asks for sleep on even ranks and spin on odd ones (create() must agree on one), "timeout"
 // runs the dead-peer test instead.
 // Exit codes: 0 ok, 2 wrong result, 3 create() returned nullptr, 4 timeout test failed,
 // 5 unexpected exception.
@@ -283,7 +284,10 @@ int main(int argc, char** argv) {
       if (a == "timeout") timeout = true;
       else if (a == "sleep") g_wait = gj::shm::ShmOptions::Wait::Sleep;
       else if (a == "spin") g_wait = gj::shm::ShmOptions::Wait::Spin;
-      else throw std::invalid_argument("unknown argument '" + a + "' (want timeout, sleep, spin)");
+      else if (a == "mixed") {
+        g_wait = g_rank % 2 == 0 ? gj::shm::ShmOptions::Wait::Sleep : gj::shm::ShmOptions::Wait::Spin;
+      }
+      else throw std::invalid_argument("unknown argument '" + a + "' (want timeout, sleep, spin, mixed)");
     }
     if (timeout) {
       rc = g_size >= 2 ? timeout_test() : 0;
