@@ -25,10 +25,10 @@ struct Config {
   // rank of the communicator is on one node.
   bool shm = true;
   // GJ_COLL_SHM_WAIT=auto|spin|sleep (default auto): how a rank of the shared-memory path
-  // waits for its peers. auto sleeps (futex) when the ranks outnumber the CPUs in their
-  // affinity masks, else spins. Set sleep when a CPU quota (a pod's CPU limit) gives the
-  // ranks fewer CPUs than their affinity shows. Ranks that disagree use the most patient
-  // choice any of them asked for (sleep over spin over auto).
+  // waits for its peers. auto sleeps (futex) when the ranks outnumber their CPUs (the union
+  // of their affinity masks, or their cgroup's CPU quota when smaller: a pod's CPU limit),
+  // else spins. Ranks that disagree use the most patient choice any of them asked for
+  // (sleep over spin over auto).
   ShmWait shm_wait = ShmWait::Auto;
   // GJ_COLL_LOG_LEVEL=error|warn|info|debug (default warn): messages on stderr.
   std::string log_level = "warn";

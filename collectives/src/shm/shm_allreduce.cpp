@@ -16,12 +16,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <vector>
 
 #include "dtype.h"
 #include "error.h"
 #include "host/reduce.h"
+#include "shm/cpu_limit.h"
 #include "shm/plan.h"
 #include "shm/segment.h"
 #include "shm/wait.h"
@@ -47,8 +49,10 @@ void check_mpi(int rc, const char* call) {
   if (rc != MPI_SUCCESS) throw Error(gjMpiError, std::string(call) + " failed in gj::shm::ShmAllreduce::create");
 }
 
-// CPUs the ranks of comm can run on together (union of their affinity masks).
-int union_cpus(MPI_Comm comm) {
+// CPUs the ranks of comm can run on together: the union of their affinity masks, or fewer
+// when a rank's cgroup has a smaller CPU quota (a pod's CPU limit, which affinity does not
+// show).
+int usable_cpus(MPI_Comm comm) {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_SET(0, &set);
@@ -58,7 +62,10 @@ int union_cpus(MPI_Comm comm) {
                           comm),
             "MPI_Allreduce(affinity)");
   std::memcpy(&set, bytes.data(), sizeof set);
-  return std::max(1, CPU_COUNT(&set));
+  int quota = cgroup_cpu_limit();
+  if (quota == 0) quota = INT_MAX;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &quota, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce(cpu quota)");
+  return std::max(1, std::min(CPU_COUNT(&set), quota));
 }
 
 // One non-empty tensor of a call, at element `at` of the call's virtual concatenation.
@@ -355,7 +362,7 @@ std::unique_ptr<ShmAllreduce> ShmAllreduce::create(MPI_Comm comm, const ShmOptio
   const auto agreed = static_cast<ShmOptions::Wait>(wait);
   const WaitMode mode = agreed == ShmOptions::Wait::Sleep  ? WaitMode::Sleep
                         : agreed == ShmOptions::Wait::Spin ? WaitMode::Spin
-                                                           : mode_for(size, union_cpus(comm));
+                                                           : mode_for(size, usable_cpus(comm));
   const WaitPolicy policy = policy_for(opt.timeout_ms, mode);
   return std::make_unique<Engine>(std::move(segment), header, rank, size, opt, policy);
 }

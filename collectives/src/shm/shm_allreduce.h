@@ -26,7 +26,7 @@ struct ShmOptions {
   // measured faster (see docs/benchmarks.md). 0 = always preferred.
   std::size_t min_bytes = 0;
   // How a rank waits for its peers: Auto sleeps (futex) when the ranks outnumber the CPUs
-  // they may run on, else spins; Spin and Sleep force one (GJ_COLL_SHM_WAIT, tests,
+  // they may run on (affinity, or a smaller cgroup CPU quota), else spins; Spin and Sleep force one (GJ_COLL_SHM_WAIT, tests,
   // benchmarks). All ranks must wait alike, so create() agrees on the largest value any
   // rank passed (Sleep over Spin over Auto).
   enum class Wait { Auto, Spin, Sleep };
