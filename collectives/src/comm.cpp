@@ -75,9 +75,7 @@ std::unique_ptr<shm::ShmAllreduce> make_shm(const gjComm& c, bool enabled) {
   std::string why_not;
   shm::ShmOptions options;
   options.timeout_ms = c.config.timeout_ms;  // a dead peer: gjTimeout instead of a hang
-  options.wait = c.config.shm_wait == ShmWait::Sleep  ? shm::ShmOptions::Wait::Sleep
-                 : c.config.shm_wait == ShmWait::Spin ? shm::ShmOptions::Wait::Spin
-                                                      : shm::ShmOptions::Wait::Auto;
+  options.wait = c.config.shm_wait;
   auto shm = shm::ShmAllreduce::create(c.mpi, options, &why_not);
   if (!shm) log(c.config, LogLevel::Info, c.rank, "shared-memory allreduce not used: " + why_not);
   return shm;

@@ -9,6 +9,7 @@
 namespace gj {
 
 enum class BackendChoice { Auto, Mpi, Nccl };
+// Ordered by patience: ranks that disagree take the largest (shm/shm_allreduce.cpp).
 enum class ShmWait { Auto, Spin, Sleep };
 
 struct Config {

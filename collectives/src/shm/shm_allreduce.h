@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "config.h"
 #include "gj/collectives.h"
 
 namespace gj::shm {
@@ -29,7 +30,7 @@ struct ShmOptions {
   // they may run on (affinity, or a smaller cgroup CPU quota), else spins; Spin and Sleep force one (GJ_COLL_SHM_WAIT, tests,
   // benchmarks). All ranks must wait alike, so create() agrees on the largest value any
   // rank passed (Sleep over Spin over Auto).
-  enum class Wait { Auto, Spin, Sleep };
+  using Wait = gj::ShmWait;  // the library's setting itself (config.h)
   Wait wait = Wait::Auto;
 };
 
