@@ -3,10 +3,19 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
+#include "error.h"
 #include "gj/collectives.h"
 
 namespace gj {
+
+// Horovod's prescale/postscale factors; {1, 1} is no scaling.
+struct Scale {
+  double pre = 1.0;
+  double post = 1.0;
+  bool identity() const { return pre == 1.0 && post == 1.0; }
+};
 
 class Backend {
  public:
@@ -36,8 +45,31 @@ class Backend {
     return false;
   }
 
+  // The operations beyond allreduce/broadcast. Arguments validated by api.cpp: counts has one
+  // entry per rank (elements), dtype is a reducible dtype where op is given, scale as the
+  // header defines it. A backend that lacks one throws gjUnsupported (the default).
+  virtual void allreduce_scaled(const void* send, void* recv, std::size_t count, gjDataType_t dtype,
+                                gjRedOp_t op, Scale scale, void* stream) {
+    if (scale.identity()) return allreduce(send, recv, count, dtype, op, stream);
+    unsupported("allreduce with prescale/postscale");
+  }
+  virtual void allgatherv(const void* /*send*/, void* /*recv*/, const std::size_t* /*counts*/,
+                          gjDataType_t /*dtype*/, void* /*stream*/) {
+    unsupported("allgather");
+  }
+  virtual void reduce_scatter(const void* /*send*/, void* /*recv*/, const std::size_t* /*counts*/,
+                              gjDataType_t /*dtype*/, gjRedOp_t /*op*/, Scale /*scale*/, void* /*stream*/) {
+    unsupported("reduce-scatter");
+  }
+
   // Error path: stop without waiting for peers. Further calls throw gjInvalidUsage.
   virtual void abort() noexcept = 0;
+
+ protected:
+  [[noreturn]] void unsupported(const char* what) const {
+    throw Error(gjUnsupported, std::string(what) + " is not implemented by the " +
+                                   (kind() == gjBackendNccl ? "NCCL" : "MPI") + " backend");
+  }
 };
 
 }  // namespace gj

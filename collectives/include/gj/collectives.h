@@ -59,8 +59,16 @@ typedef enum gjDataType {
   gjInt32 = 4,
   gjInt64 = 5,
   gjUint8 = 6,
-  gjNumDataTypes = 7
+  /* Data movement only (broadcast, allgather): reductions reject them with gjUnsupported. */
+  gjInt8 = 7,
+  gjInt16 = 8,
+  gjBool = 9,  /* one byte per element */
+  gjByte = 10, /* raw bytes: any element type, count in bytes */
+  gjNumDataTypes = 11
 } gjDataType_t;
+
+/* The reducible dtypes are 0 .. gjNumReducibleDataTypes-1. */
+#define gjNumReducibleDataTypes 7
 
 typedef enum gjRedOp {
   gjSum = 0,
@@ -84,11 +92,14 @@ const char* gjGetErrorString(gjResult_t result);
 const char* gjGetLastError(gjComm_t comm);
 
 /* --- Communicator ----------------------------------------------------------------------- */
-/* Initializes MPI (MPI_THREAD_FUNNELED) if the caller has not, and creates a communicator
+/* Initializes MPI (MPI_THREAD_MULTIPLE: host requests run on a progress thread) if the caller
+ * has not, and creates a communicator
  * over MPI_COMM_WORLD. Collective over MPI_COMM_WORLD. */
 gjResult_t gjCommInitWorld(gjComm_t* comm);
 /* Creates a communicator over the caller's MPI communicator; mpi_comm points to an MPI_Comm
- * (passed by address so this header needs no mpi.h). The MPI_Comm is duplicated. Collective. */
+ * (passed by address so this header needs no mpi.h). The MPI_Comm is duplicated. Collective.
+ * Nonblocking host operations need MPI initialized with MPI_THREAD_MULTIPLE; with less they
+ * return gjInvalidUsage naming the level provided (blocking calls work at any level). */
 gjResult_t gjCommInitMpi(gjComm_t* comm, const void* mpi_comm);
 /* Collective; frees everything. The handle is invalid afterwards. */
 gjResult_t gjCommDestroy(gjComm_t comm);
@@ -124,6 +135,91 @@ gjResult_t gjBroadcast(void* buff, size_t count, gjDataType_t dtype, int root, g
 gjResult_t gjGroupedAllReduce(const void* const* sendbuffs, void* const* recvbuffs,
                               const size_t* counts, int ntensors, gjDataType_t dtype,
                               gjRedOp_t op, gjComm_t comm, void* stream);
+
+/* Reductions with scaling (Horovod's prescale_factor / postscale_factor): every rank's input
+ * is multiplied by prescale before the reduction and the result by postscale after it, inside
+ * the operation (no extra pass by the caller). f16/bf16 are scaled in f32, f32 in f32, f64 and
+ * integers in f64 (integers then truncated toward zero). 1.0 / 1.0 is gjAllReduce exactly.
+ * gjAvg keeps its own rule (divide-then-sum on floating types) and composes with the factors. */
+gjResult_t gjAllReduceScaled(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype,
+                             gjRedOp_t op, double prescale, double postscale, gjComm_t comm,
+                             void* stream);
+gjResult_t gjGroupedAllReduceScaled(const void* const* sendbuffs, void* const* recvbuffs,
+                                    const size_t* counts, int ntensors, gjDataType_t dtype,
+                                    gjRedOp_t op, double prescale, double postscale, gjComm_t comm,
+                                    void* stream);
+
+/* Allgather, equal counts: every rank sends sendcount elements; recvbuff holds
+ * size * sendcount elements, rank r's at offset r * sendcount. Every dtype (gjByte included). */
+gjResult_t gjAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, gjDataType_t dtype,
+                       gjComm_t comm, void* stream);
+/* Allgather, per-rank counts: rank r sends recvcounts[r] elements (zero allowed); recvbuff holds
+ * their sum, concatenated in rank order. recvcounts has size entries, the same on every rank. */
+gjResult_t gjAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                        gjDataType_t dtype, gjComm_t comm, void* stream);
+/* Reduce-scatter, per-rank counts: sendbuff holds sum(recvcounts) elements on every rank; rank r
+ * receives the reduction of its slice [sum(recvcounts[0..r)), + recvcounts[r]) in recvbuff.
+ * Reducible dtypes and every op; gjAvg, f16/bf16 and scaling as for gjAllReduceScaled. */
+gjResult_t gjReduceScatter(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                           gjDataType_t dtype, gjRedOp_t op, double prescale, double postscale,
+                           gjComm_t comm, void* stream);
+/* Host-side barrier over the communicator (waits for this communicator's queued requests). */
+gjResult_t gjBarrier(gjComm_t comm);
+
+/* --- Sub-communicators -------------------------------------------------------------------- */
+/* Collective over comm: ranks passing the same color >= 0 form a new communicator, ordered by
+ * key (then by rank in comm); color < 0 returns *newcomm = NULL. Settings are inherited. */
+gjResult_t gjCommSplit(gjComm_t comm, int color, int key, gjComm_t* newcomm);
+/* Turns the cross-rank agreement check (GJ_COLL_CHECK) on or off for later calls. Every rank
+ * must switch at the same point of its call sequence. */
+gjResult_t gjCommSetCheck(gjComm_t comm, int enabled);
+
+/* --- Nonblocking operations --------------------------------------------------------------- */
+/* Each collective above has a form that returns at once with a request. Arrays (counts,
+ * buffer lists) are copied at the call; the buffers themselves must stay valid and untouched
+ * until the request completes.
+ * - Device buffers: the work is enqueued on `stream` as by the blocking call; the request
+ *   completes when that work has (an event).
+ * - Host buffers: the work runs on the communicator's progress thread, in the order the
+ *   requests were issued; blocking calls on the same communicator run after every earlier
+ *   request. Hundreds of requests may be in flight; queued requests of one kind, dtype and op
+ *   may be fused, with results identical to running them one by one.
+ * A request is completed by gjWait, or by gjTest reporting done; either frees it, and its
+ * handle is then invalid (gjInvalidUsage). A failed operation fails its request with the
+ * cause; every later request of the communicator then fails with that cause, and the
+ * communicator refuses new work until it is destroyed. */
+typedef struct gjRequest* gjRequest_t;
+
+gjResult_t gjIallReduce(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype,
+                        gjRedOp_t op, double prescale, double postscale, gjComm_t comm,
+                        void* stream, gjRequest_t* request);
+gjResult_t gjIgroupedAllReduce(const void* const* sendbuffs, void* const* recvbuffs,
+                               const size_t* counts, int ntensors, gjDataType_t dtype,
+                               gjRedOp_t op, double prescale, double postscale, gjComm_t comm,
+                               void* stream, gjRequest_t* request);
+gjResult_t gjIbroadcast(void* buff, size_t count, gjDataType_t dtype, int root, gjComm_t comm,
+                        void* stream, gjRequest_t* request);
+gjResult_t gjIallGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                        gjDataType_t dtype, gjComm_t comm, void* stream, gjRequest_t* request);
+gjResult_t gjIallGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                         gjDataType_t dtype, gjComm_t comm, void* stream, gjRequest_t* request);
+gjResult_t gjIreduceScatter(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                            gjDataType_t dtype, gjRedOp_t op, double prescale, double postscale,
+                            gjComm_t comm, void* stream, gjRequest_t* request);
+gjResult_t gjIbarrier(gjComm_t comm, gjRequest_t* request);
+
+/* *done = 1 when the request has completed (it is then freed and the operation's result is
+ * returned), 0 when not yet (gjSuccess). Never blocks. */
+gjResult_t gjTest(gjRequest_t request, int* done);
+/* Blocks until the request completes, frees it, returns the operation's result. */
+gjResult_t gjWait(gjRequest_t request);
+
+/* --- Capabilities -------------------------------------------------------------------------- */
+/* Bit set of what this build of the library can do: gjCapNccl when built with the NCCL
+ * backend (loaded at run time), gjCapCuda when built with CUDA kernels. */
+#define gjCapCuda 1
+#define gjCapNccl 2
+int gjBuildCapabilities(void);
 
 /* Size in bytes of one element, 0 for an invalid dtype. */
 size_t gjDataTypeSize(gjDataType_t dtype);
