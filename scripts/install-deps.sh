@@ -9,7 +9,8 @@ packages=(
   libopenmpi-dev openmpi-bin
   openssh-server openssh-client
   iproute2 util-linux procps
-  python3 python3-numpy python3-yaml python3-mpi4py
+  python3 python3-numpy python3-yaml python3-mpi4py python3-pytest python3-torch
+  mpich libmpich-dev
   clang libclang-rt-dev
 )
 
