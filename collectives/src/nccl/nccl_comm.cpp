@@ -6,6 +6,7 @@
 
 #include "../cuda/check.h"
 #include "../error.h"
+#include "nccl_plan.h"
 
 namespace gj::nccl {
 namespace {
@@ -111,6 +112,10 @@ ncclResult_t Comm::async_state() {
 
 void Comm::complete(ncclResult_t result, const std::string& what) {
   ensure_usable(what);
+  if (result != ncclSuccess && result != ncclInProgress && !aborts_communicator(result, async_state())) {
+    throw Error(gjNcclError, what + ": " + ncclGetErrorString(result) + " (" + ncclGetLastError(comm_) +
+                                 "); NCCL rejected the call before enqueuing it, the communicator stays usable");
+  }
   Poller poll(timeout_ms_);
   if (result == ncclSuccess) result = async_state();
   while (result == ncclInProgress) {
