@@ -7,6 +7,7 @@
 #include "error.h"
 #include "nccl/nccl_buffer.h"
 #include "nccl/nccl_plan.h"
+#include "nccl/nccl_watchdog.h"
 
 using namespace gj::nccl;
 
@@ -126,4 +127,17 @@ TEST_CASE("plan_buffer_use: never allocates during CUDA graph capture") {
   CHECK(plan_buffer_use(64, true, 1, false) == BufferAction::Reuse);
   CHECK(may_free_on_grow(false));
   CHECK_FALSE(may_free_on_grow(true));  // instantiated graphs may still point into it
+}
+
+TEST_CASE("watchdog: judge and watch_period") {
+  CHECK(judge(ncclSuccess, -1, 1000) == Verdict::Healthy);
+  CHECK(judge(ncclInProgress, 500, 1000) == Verdict::Healthy);
+  CHECK(judge(ncclSuccess, 1001, 1000) == Verdict::TimedOut);
+  CHECK(judge(ncclSuccess, 1000000, 0) == Verdict::Healthy);  // GJ_COLL_TIMEOUT_MS=0: wait forever
+  CHECK(judge(ncclRemoteError, -1, 1000) == Verdict::AsyncError);
+  CHECK(judge(ncclSystemError, 5000, 1000) == Verdict::AsyncError);  // the cause, not its symptom
+  CHECK(watch_period(300000) == std::chrono::milliseconds(100));
+  CHECK(watch_period(3000) == std::chrono::milliseconds(60));
+  CHECK(watch_period(10) == std::chrono::milliseconds(2));
+  CHECK(watch_period(0) == std::chrono::milliseconds(100));
 }

@@ -110,11 +110,13 @@ class NcclBackend final : public Backend {
       : device_(agree_on_device(comm)), comm_(comm, config.timeout_ms) {
     fusion_.done = make_event();
     scratch_.done = make_event();
+    comm_.start_watchdog(device_);
   }
 
   ~NcclBackend() override {
     // A destructor can only report: every failure goes to stderr (a failing wait has aborted
     // the communicator).
+    comm_.stop_watchdog();
     try {
       DeviceScope scope(device_);
       // Waits, bounded by the timeout, until every enqueued NCCL operation has completed; the
@@ -139,16 +141,19 @@ class NcclBackend final : public Backend {
 
   void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
                  void* stream_v) override {
+    const auto lock = comm_.guard();
     reduce(send, recv, count, dtype, op, nccl::ScaledPlan{nccl::plan_allreduce(dtype, op, comm_.size())}, stream_v);
   }
 
   void allreduce_scaled(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
                         Scale scale, void* stream_v) override {
+    const auto lock = comm_.guard();
     reduce(send, recv, count, dtype, op, nccl::plan_scaled(dtype, op, comm_.size(), scale.pre, scale.post),
            stream_v);
   }
 
   void broadcast(void* buf, std::size_t count, gjDataType_t dtype, int root, void* stream_v) override {
+    const auto lock = comm_.guard();
     const nccl::Operation what{"ncclBroadcast", count, dtype, gjSum, root};
     comm_.ensure_usable(what.call);
     if (count == 0) return;
@@ -158,10 +163,12 @@ class NcclBackend final : public Backend {
     const nccl::Movement m = nccl::to_movement(dtype, count);
     comm_.complete_lazy(ncclBroadcast(buf, buf, m.count, m.dtype, root, comm_.get(), stream),
                         [&] { return nccl::describe(what); });
+    track(stream, what);
   }
 
   void allgatherv(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype,
                   void* stream_v) override {
+    const auto lock = comm_.guard();
     const nccl::PerRankPlan plan = nccl::plan_per_rank(counts, comm_.size());
     const nccl::Operation what{plan.equal ? "ncclAllGather" : "ncclBroadcast(per-rank allgather)", plan.total,
                                dtype, gjSum, nccl::Operation::kCopy};
@@ -176,6 +183,7 @@ class NcclBackend final : public Backend {
       const nccl::Movement m = nccl::to_movement(dtype, plan.count);
       comm_.complete_lazy(ncclAllGather(send, recv, m.count, m.dtype, comm_.get(), stream),
                           [&] { return nccl::describe(what); });
+      track(stream, what);
       return;
     }
     // Every rank's slice broadcast from its owner, one NCCL group (every rank enqueues the same
@@ -191,10 +199,12 @@ class NcclBackend final : public Backend {
       }
       return ncclSuccess;
     }, what);
+    track(stream, what);
   }
 
   void reduce_scatter(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype, gjRedOp_t op,
                       Scale scale, void* stream_v) override {
+    const auto lock = comm_.guard();
     const nccl::PerRankPlan per_rank = nccl::plan_per_rank(counts, comm_.size());
     const nccl::ScaledPlan plan = nccl::plan_scaled(dtype, op, comm_.size(), scale.pre, scale.post);
     const nccl::Operation what{per_rank.equal ? "ncclReduceScatter" : "ncclReduce(per-rank reduce-scatter)",
@@ -232,16 +242,19 @@ class NcclBackend final : public Backend {
         return ncclSuccess;
       }, what);
     }
+    track(stream, what);
     if (scaled_input) record_use(scratch_, stream);
     finish(recv, mine, dtype, plan, stream);
   }
 
   void* fusion_buffer(std::size_t bytes) override {
+    const auto lock = comm_.guard();
     comm_.ensure_usable("fusion_buffer");
     return owned(fusion_, bytes, nullptr, "fusion buffer");
   }
 
   void pack(void* dst, const void* const* srcs, const std::size_t* bytes, int n, void* stream_v) override {
+    const auto lock = comm_.guard();
     comm_.ensure_usable("pack");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
@@ -252,6 +265,7 @@ class NcclBackend final : public Backend {
   }
 
   void unpack(void* const* dsts, const void* src, const std::size_t* bytes, int n, void* stream_v) override {
+    const auto lock = comm_.guard();
     comm_.ensure_usable("unpack");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
@@ -261,7 +275,10 @@ class NcclBackend final : public Backend {
     if (fused) record_use(fusion_, stream);
   }
 
-  void abort() noexcept override { comm_.abort(); }
+  void abort() noexcept override {
+    const auto lock = comm_.guard();
+    comm_.abort();
+  }
 
  private:
   // Every rank must find NCCL and a device before any of them enters ncclCommInitRank, or the
@@ -317,8 +334,15 @@ class NcclBackend final : public Backend {
     }
     comm_.complete_lazy(ncclAllReduce(send, recv, count, plan.reduce.dtype, plan.reduce.op, comm_.get(), stream),
                         [&] { return nccl::describe(what); });
+    track(stream, what);
     finish(recv, count, dtype, plan, stream);
     if (fused) record_use(fusion_, stream);
+  }
+
+  // The watchdog times the operation (nccl_watchdog.h); not inside a graph capture, where an
+  // event recorded marks a graph node, not this enqueue.
+  void track(cudaStream_t stream, const nccl::Operation& what) {
+    if (!capturing(stream)) comm_.track(stream, what);
   }
 
   // What follows the collective: gjAvg's integer division, then the postscale factor.

@@ -1,6 +1,7 @@
 #include "nccl_plan.h"
 
 #include "nccl_buffer.h"
+#include "nccl_watchdog.h"
 
 #include "../dtype.h"
 #include "../error.h"
@@ -79,6 +80,12 @@ bool aborts_communicator(ncclResult_t call_result, ncclResult_t async_state) {
   const bool local = call_result == ncclInvalidArgument || call_result == ncclInvalidUsage;
   const bool healthy = async_state == ncclSuccess || async_state == ncclInProgress;
   return !(local && healthy);
+}
+
+Verdict judge(ncclResult_t async_state, long oldest_pending_ms, long timeout_ms) {
+  if (async_state != ncclSuccess && async_state != ncclInProgress) return Verdict::AsyncError;
+  if (timeout_ms > 0 && oldest_pending_ms > timeout_ms) return Verdict::TimedOut;
+  return Verdict::Healthy;
 }
 
 bool is_floating(gjDataType_t dtype) {
