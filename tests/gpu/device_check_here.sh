@@ -33,7 +33,10 @@ done | sort -u | while read -r f; do
   [ -f "$f" ] && [ ! -L "$f" ] && mount --bind "$work/empty" "$f" && echo x
 done | wc -l >"$work/hidden"
 hidden=$(cat "$work/hidden")
-[ "$hidden" -gt 50 ] || { echo "FAIL: hid only $hidden files of the system Open MPI"; exit 1; }
+# A machine without a system Open MPI (the GPU machine itself) has nothing to hide.
+if dpkg-query -W -f='${Status}' libopenmpi3 2>/dev/null | grep -q "install ok installed"; then
+  [ "$hidden" -gt 50 ] || { echo "FAIL: hid only $hidden files of the system Open MPI"; exit 1; }
+fi
 if mpiexec --version >/dev/null 2>&1; then echo "FAIL: the system mpiexec still runs"; exit 1; fi
 if /usr/bin/python3 -c 'import ctypes; ctypes.CDLL("libmpi.so.40")' 2>/dev/null; then
   echo "FAIL: the loader still finds the system libmpi.so.40"; exit 1
