@@ -18,6 +18,9 @@
 #                    builds the library and the C++ example only and runs it on 2 ranks: what
 #                    tests/gpu/device_check_here.sh runs on a machine without a GPU
 #   GJ_CUDA_ARCHITECTURES  default: the GPU's own (nvidia-smi), else 90
+#   GJ_DEVICE_EXTRA  a command run last as its own step (e.g. the gj.torch frontend's CUDA tests,
+#                    `mpiexec -np 1 python3 -m pytest tests/torch -q`), with this script's
+#                    environment (relocated Open MPI, GJ_COLLECTIVES_LIB = the built library)
 # Exit status: 0 when every step passed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -159,6 +162,11 @@ if has bench; then
     run_step "bench-np$np" mpiexec -np "$np" "$bench" ${GJ_GPU_BENCH_ARGS:-}
     cat "$build/bench-np$np.log" >>"$report"
   done
+fi
+if [ -n "${GJ_DEVICE_EXTRA:-}" ]; then
+  export GJ_COLLECTIVES_LIB=$build/collectives/libgj_collectives.so
+  run_step extra bash -c "$GJ_DEVICE_EXTRA"
+  tail -20 "$build/extra.log" >>"$report"
 fi
 say "device-check: $( [ $status -eq 0 ] && echo ok || echo FAILED ) in $(elapsed); report: $report"
 exit $status
