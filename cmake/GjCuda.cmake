@@ -3,8 +3,8 @@
 # Sets (as normal variables in the including scope, and mirrored as global properties so any
 # directory can ask):
 #   GJ_HAVE_CUDA     ON when nvcc + the CUDA runtime were found and CUDA is enabled
-#   GJ_HAVE_NCCL     ON when, in addition, nccl.h and libnccl were found and NCCL is enabled
-# and creates the IMPORTED target gj::nccl (include dir + libnccl) when GJ_HAVE_NCCL.
+#   GJ_HAVE_NCCL     ON when, in addition, nccl.h was found and NCCL is enabled
+# and creates the IMPORTED target gj::nccl (nccl.h's folder only: libnccl is loaded at run time).
 #
 # AUTO turns a feature on when found and off with one status line saying what was missing;
 # ON makes a missing piece a fatal error naming what to install or which variable to set.
@@ -78,6 +78,10 @@ if(NOT GJ_WITH_CUDA STREQUAL "OFF")
 endif()
 
 # ---- NCCL ------------------------------------------------------------------------------------
+# Only nccl.h is needed to build: the library opens libnccl.so.2 with dlopen at run time
+# (collectives/src/nccl/nccl_loader.h), so nothing links libnccl and nothing installed points
+# into this machine's folders. NCCL_ROOT may be a prefix with include/nccl.h, e.g. the pip
+# wheel's site-packages/nvidia/nccl.
 if(GJ_WITH_NCCL STREQUAL "OFF")
   # nothing to do
 elseif(NOT GJ_HAVE_CUDA)
@@ -87,28 +91,25 @@ else()
                      "${CUDAToolkit_TARGET_DIR}" /usr/local/cuda)
   find_path(GJ_NCCL_INCLUDE_DIR nccl.h
     HINTS ${_gj_nccl_hints} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
-  find_library(GJ_NCCL_LIBRARY nccl
-    HINTS ${_gj_nccl_hints} ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib64 lib)
-  if(NOT GJ_NCCL_INCLUDE_DIR OR NOT GJ_NCCL_LIBRARY)
+  if(NOT GJ_NCCL_INCLUDE_DIR)
     _gj_cuda_missing(GJ_WITH_NCCL "${GJ_WITH_NCCL}"
-      "nccl.h or libnccl not found (install NCCL or set -DNCCL_ROOT=<prefix>)")
+      "nccl.h not found (install NCCL's headers, or set -DNCCL_ROOT=<prefix with include/nccl.h>)")
   else()
     file(STRINGS "${GJ_NCCL_INCLUDE_DIR}/nccl.h" _gj_nccl_ver REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")
     string(REGEX REPLACE ".*NCCL_MAJOR ([0-9]+).*NCCL_MINOR ([0-9]+).*NCCL_PATCH ([0-9]+).*"
                          "\\1.\\2.\\3" GJ_NCCL_VERSION "${_gj_nccl_ver}")
-    if(GJ_NCCL_VERSION VERSION_LESS 2.10)
-      # ncclAvg and bfloat16 arrived in 2.10.
+    if(GJ_NCCL_VERSION VERSION_LESS 2.18)
+      # The headers must declare every function the backend calls (ncclCommSplit: 2.18). The
+      # library found at run time may be older (>= 2.14, checked then).
       _gj_cuda_missing(GJ_WITH_NCCL "${GJ_WITH_NCCL}"
-        "NCCL ${GJ_NCCL_VERSION} at ${GJ_NCCL_INCLUDE_DIR} is older than 2.10 (needs ncclAvg, bf16)")
+        "nccl.h ${GJ_NCCL_VERSION} at ${GJ_NCCL_INCLUDE_DIR} is older than 2.18 (set -DNCCL_ROOT to newer headers)")
     else()
       if(NOT TARGET gj::nccl)
-        add_library(gj::nccl UNKNOWN IMPORTED GLOBAL)
-        set_target_properties(gj::nccl PROPERTIES
-          IMPORTED_LOCATION "${GJ_NCCL_LIBRARY}"
-          INTERFACE_INCLUDE_DIRECTORIES "${GJ_NCCL_INCLUDE_DIR}")
+        add_library(gj::nccl INTERFACE IMPORTED GLOBAL)
+        set_target_properties(gj::nccl PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${GJ_NCCL_INCLUDE_DIR}")
       endif()
       set(GJ_HAVE_NCCL ON)
-      message(STATUS "gj: NCCL ${GJ_NCCL_VERSION} (${GJ_NCCL_LIBRARY})")
+      message(STATUS "gj: NCCL headers ${GJ_NCCL_VERSION} (${GJ_NCCL_INCLUDE_DIR}); libnccl.so.2 is found at run time")
     endif()
   endif()
 endif()

@@ -85,6 +85,14 @@ std::unique_ptr<shm::ShmAllreduce> make_shm(const gjComm& c, bool enabled) {
 #endif
 }
 
+std::string device_path() {
+#ifdef GJ_HAVE_NCCL
+  return nccl_backend_description();
+#else
+  return "NCCL";
+#endif
+}
+
 void set_up(gjComm& c) {
   mpi_check(MPI_Comm_set_errhandler(c.mpi, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   mpi_check(MPI_Comm_rank(c.mpi, &c.rank), "MPI_Comm_rank");
@@ -99,12 +107,22 @@ void set_up(gjComm& c) {
       shm ? std::string("shared memory (") + shm->wait_name() + " waits) + MPI" : std::string("MPI");
   c.host = make_mpi_backend(c.mpi, std::move(shm));
 #ifdef GJ_HAVE_NCCL
-  if (c.plan.use_nccl) c.device = make_nccl_backend(c.mpi, c.local_rank, c.config);
+  if (c.plan.use_nccl) {
+    try {
+      c.device = make_nccl_backend(c.mpi, c.local_rank, c.config);
+    } catch (const Error& e) {
+      // No NCCL library (or no device) on some rank: every rank learns it together inside
+      // make_nccl_backend, before NCCL init. Host buffers still work; device buffers get this.
+      if (e.code() != gjUnsupported || c.config.backend == BackendChoice::Nccl) throw;
+      c.plan.use_nccl = false;
+      c.plan.no_nccl_reason = e.what();
+    }
+  }
 #endif
   log(c.config, LogLevel::Info, c.rank,
       "communicator ready: size=" + std::to_string(c.size) + " local_size=" + std::to_string(c.local_size) +
           "; host buffers: " + host_path + "; device buffers: " +
-          (c.plan.use_nccl ? std::string("NCCL") : "unsupported, " + c.plan.no_nccl_reason));
+          (c.plan.use_nccl ? device_path() : "unsupported, " + c.plan.no_nccl_reason));
 }
 
 }  // namespace

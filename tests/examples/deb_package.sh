@@ -33,6 +33,11 @@ for dep in libc6 libopenmpi3 libstdc\\+\\+6 openmpi-bin openssh-client; do
   expect_field Depends "(^|, )${dep}( |,|$)"
 done
 expect_field Recommends '(^|, )openssh-server( |,|$)'
+# NCCL is opened at run time when a device buffer comes: suggested, never required.
+expect_field Suggests '(^|, )libnccl2( |,|$)'
+if grep -Eq 'nccl|cuda' <<<"$(field Depends)"; then
+  echo "deb_package.sh: FAIL: Depends \"$(field Depends)\" names NCCL/CUDA (a CPU-only machine must be able to install it)" >&2; fail=1
+fi
 
 if [ ${#dev[@]} -gt 0 ]; then
   dev_depends=$(dpkg-deb --field "${dev[0]}" Depends)
@@ -41,20 +46,23 @@ if [ ${#dev[@]} -gt 0 ]; then
 fi
 for d in "$deb" "${dev[@]}"; do dpkg-deb -x "$d" "$work/root"; done
 contents=$(cd "$work/root" && find . \( -type f -o -type l \) | sort)
-for f in ./usr/bin/gj-mpirun ./usr/lib/libgj_collectives.so ./usr/lib/libgj_collectives.a \
-         ./usr/include/gj/collectives.h ./usr/lib/cmake/gj/gjConfig.cmake \
-         ./usr/lib/pkgconfig/gj-collectives.pc ./usr/share/gj/python/gj_collectives.py; do
+# Debian's multiarch library folder.
+libdir=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+for f in ./usr/bin/gj-mpirun .$libdir/libgj_collectives.so .$libdir/libgj_collectives.a \
+         ./usr/include/gj/collectives.h .$libdir/cmake/gj/gjConfig.cmake \
+         .$libdir/pkgconfig/gj-collectives.pc ./usr/share/gj/python/gj_collectives.py; do
   grep -qx -- "$f" <<<"$contents" || { echo "deb_package.sh: FAIL: $f not in the package" >&2; fail=1; }
 done
+"$(dirname "$0")/check_installed_elf.sh" "$work/root" || fail=1
 out=$("$work/root/usr/bin/gj-mpirun" --version)
 echo "unpacked: $out"
 grep -q -- "$version" <<<"$out" || { echo "deb_package.sh: FAIL: --version printed \"$out\", want $version" >&2; fail=1; }
-# The pkg-config file must lead to where the package puts the library: /usr/lib, or (when the
+# The pkg-config file must lead to where the package puts the library: $libdir, or (when the
 # file is relocatable through ${pcfiledir}) the unpacked copy.
-pc_libdir=$(PKG_CONFIG_PATH="$work/root/usr/lib/pkgconfig" pkg-config --variable=libdir gj-collectives)
+pc_libdir=$(PKG_CONFIG_PATH="$work/root$libdir/pkgconfig" pkg-config --variable=libdir gj-collectives)
 case $(readlink -m "$pc_libdir") in
-  /usr/lib|"$(readlink -m "$work/root/usr/lib")") echo "pkg-config libdir: $pc_libdir" ;;
-  *) echo "deb_package.sh: FAIL: gj-collectives.pc in the package has libdir=$pc_libdir, not /usr/lib" >&2; fail=1 ;;
+  "$libdir"|"$(readlink -m "$work/root$libdir")") echo "pkg-config libdir: $pc_libdir" ;;
+  *) echo "deb_package.sh: FAIL: gj-collectives.pc in the package has libdir=$pc_libdir, not $libdir" >&2; fail=1 ;;
 esac
 [ $fail -eq 0 ] && echo "deb_package.sh: ok: $deb ${dev[*]}"
 exit $fail

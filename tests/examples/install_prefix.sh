@@ -7,12 +7,18 @@ build=$1 work=$2
 rm -rf "$work"
 mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix"
-for f in bin/gj-mpirun lib/libgj_collectives.so lib/libgj_collectives.a include/gj/collectives.h \
-         include/gj/collectives.hpp lib/cmake/gj/gjConfig.cmake lib/cmake/gj/gjConfigVersion.cmake \
-         lib/pkgconfig/gj-collectives.pc share/gj/python/gj_collectives.py \
+# The library folder: Debian's multiarch lib/<triplet> where the build has one, else lib.
+lib=lib
+triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || true)
+[ -n "$triplet" ] && [ -d "$work/prefix/lib/$triplet" ] && lib=lib/$triplet
+for f in bin/gj-mpirun $lib/libgj_collectives.so $lib/libgj_collectives.a include/gj/collectives.h \
+         include/gj/collectives.hpp $lib/cmake/gj/gjConfig.cmake $lib/cmake/gj/gjConfigVersion.cmake \
+         $lib/pkgconfig/gj-collectives.pc share/gj/python/gj_collectives.py \
          share/gj/examples/python/train.py share/gj/examples/cpp-train/CMakeLists.txt; do
   [ -e "$work/prefix/$f" ] || { echo "install_prefix.sh: FAIL: $work/prefix/$f not installed" >&2; exit 1; }
 done
+# Loads on any machine: no RUNPATH into this machine's folders, no NEEDED libnccl.
+"$(dirname "$0")/check_installed_elf.sh" "$work/prefix"
 # The installed copy of the example, so the test also proves the installed sources build.
 cmake -S "$work/prefix/share/gj/examples/cpp-train" -B "$work/cpp-train" \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release

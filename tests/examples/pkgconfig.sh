@@ -4,13 +4,15 @@
 set -euo pipefail
 prefix=$1 src=$2 work=$3
 shift 3
-export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+# lib/ or Debian's multiarch lib/<triplet>/: wherever the library was installed.
+prefix_libdir=$(dirname "$(find "$prefix" -name libgj_collectives.so -print -quit)")
+export PKG_CONFIG_PATH="$prefix_libdir/pkgconfig"
 cflags=$(pkg-config --cflags gj-collectives)
 libs=$(pkg-config --libs gj-collectives)
 libdir=$(pkg-config --variable=libdir gj-collectives)
 echo "pkg-config: cflags=[$cflags] libs=[$libs] libdir=[$libdir]"
-[ "$(readlink -f "$libdir")" = "$(readlink -f "$prefix/lib")" ] || {
-  echo "pkgconfig.sh: FAIL: libdir=$libdir is not the installed $prefix/lib (pc file not relocatable?)" >&2
+[ "$(readlink -f "$libdir")" = "$(readlink -f "$prefix_libdir")" ] || {
+  echo "pkgconfig.sh: FAIL: libdir=$libdir is not the installed $prefix_libdir (pc file not relocatable?)" >&2
   exit 1
 }
 mkdir -p "$work"

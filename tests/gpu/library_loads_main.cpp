@@ -1,5 +1,5 @@
-// The shared library, which links the CUDA runtime and NCCL, must load and answer on machines
-// without a GPU driver (CPU-only jobs link it too). argv[1] = path of libgj_collectives.so.
+// The shared library, which links the CUDA runtime statically (and opens NCCL only when a device
+// needs it), must load and answer on machines without a GPU driver (CPU-only jobs link it too). argv[1] = path of libgj_collectives.so.
 // Exit 0 = loaded and answered, 1 = failure (printed).
 #include <dlfcn.h>
 
@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s /path/to/libgj_collectives.so\n", argv[0]);
     return 2;
   }
-  // RTLD_NOW: every symbol (cudart, NCCL) must resolve now, not at the first call.
+  // RTLD_NOW: every symbol must resolve now, not at the first call.
   void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     std::fprintf(stderr, "FAIL: dlopen(%s): %s\n", argv[1], dlerror());

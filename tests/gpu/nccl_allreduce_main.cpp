@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
   cudaStream_t stream = nullptr;
   gj::test::cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   const std::vector<std::size_t> sizes = {0, 1, 7, 1000, 16385, (std::size_t{1} << 20) + 3};
-  for (int d = 0; d < gjNumDataTypes; ++d) {
+  for (int d = 0; d < gjNumReducibleDataTypes; ++d) {
     const auto dtype = static_cast<gjDataType_t>(d);
     for (int o = 0; o < gjNumRedOps; ++o) {
       const auto op = static_cast<gjRedOp_t>(o);

@@ -83,7 +83,11 @@ int main(int argc, char** argv) {
   config.timeout_ms = kTimeoutMs;
   int failures = 0;
   {
-    auto backend = gj::make_nccl_backend(MPI_COMM_WORLD, rank, config);  // one node: local rank = rank
+    // The backend runs on the caller's current device; one node, so the local rank is the rank.
+    int devices = 1;
+    gj::test::cuda_ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+    gj::test::cuda_ok(cudaSetDevice(rank % devices), "cudaSetDevice");
+    auto backend = gj::make_nccl_backend(MPI_COMM_WORLD, rank, config);
     cudaStream_t stream = nullptr;
     gj::test::cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     {

@@ -18,9 +18,12 @@ TEST_CASE("to_nccl maps every dtype") {
   const std::vector<Row> rows = {{gjFloat32, ncclFloat32}, {gjFloat64, ncclFloat64}, {gjFloat16, ncclFloat16},
                                  {gjBfloat16, ncclBfloat16}, {gjInt32, ncclInt32},   {gjInt64, ncclInt64},
                                  {gjUint8, ncclUint8}};
-  REQUIRE(rows.size() == gjNumDataTypes);
+  REQUIRE(rows.size() == gjNumReducibleDataTypes);
   for (const Row& r : rows) CHECK(gj::nccl::to_nccl(r.dtype) == r.nccl);
-  CHECK_THROWS_AS(gj::nccl::to_nccl(gjNumDataTypes), gj::Error);
+  // Data-movement dtypes have no reduction type (to_movement maps them).
+  for (gjDataType_t d : {gjInt8, gjInt16, gjBool, gjByte, gjNumDataTypes}) {
+    CHECK_THROWS_AS(gj::nccl::to_nccl(d), gj::Error);
+  }
 }
 
 TEST_CASE("plan_allreduce: ops other than avg map one to one") {
@@ -30,7 +33,7 @@ TEST_CASE("plan_allreduce: ops other than avg map one to one") {
   };
   const std::vector<Row> rows = {{gjSum, ncclSum}, {gjMin, ncclMin}, {gjMax, ncclMax}, {gjProd, ncclProd}};
   for (const Row& r : rows) {
-    for (int d = 0; d < gjNumDataTypes; ++d) {
+    for (int d = 0; d < gjNumReducibleDataTypes; ++d) {
       const auto p = plan_allreduce(static_cast<gjDataType_t>(d), r.op, 3);
       CHECK(p.op == r.nccl);
       CHECK(p.prescale == 0.0);

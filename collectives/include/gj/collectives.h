@@ -2,8 +2,17 @@
  * gj collectives: gradient allreduce for data-parallel training (C ABI).
  *
  * One opaque communicator, result codes, an error string per code and a last-error message
- * with detail. Device (CUDA) buffers go through NCCL, host buffers through MPI; both give the
- * same results for the same inputs.
+ * with detail. Device (CUDA) buffers go through NCCL, host buffers through MPI.
+ *
+ * What is identical between the backends (same inputs, same rank count), bit for bit:
+ * broadcast and allgather (copies); every integer reduction; min/max of non-NaN values; float
+ * sum/avg/prod on 1 or 2 ranks, and on any rank count when every partial result is exact (e.g.
+ * integer-valued inputs within the type's precision); the scaling steps (gjAvg's division
+ * before the sum, prescale/postscale), which round the same way on both.
+ * What may differ: float sum/avg/prod on 3+ ranks in the last bits (NCCL adds in its ring/tree
+ * order, the MPI backend in rank order), and on the NCCL backend also between grouped and
+ * per-tensor calls (fusion changes the message size and so NCCL's algorithm); min/max when an
+ * operand is NaN (which NaN, or whether NaN wins). docs/gpu.md, "Numerics", has the details.
  *
  * No exception crosses this ABI and no function aborts the process on bad input: every entry
  * point validates its arguments and returns a result code.
@@ -19,8 +28,9 @@
  *   (C integer division), computed in the type's width (the sum may wrap like C unsigned math).
  * - gjFloat16 / gjBfloat16: every reduction step accumulates in f32 and rounds the result to
  *   nearest-even into the 16-bit type.
- * - Grouped allreduce: identical results to one gjAllReduce per tensor (fusion never changes
- *   the arithmetic: every element is still reduced independently in rank order).
+ * - Grouped allreduce: identical results to one gjAllReduce per tensor on host buffers (every
+ *   element is still reduced independently in rank order); on device buffers within the limits
+ *   stated above.
  */
 #ifndef GJ_COLLECTIVES_H_
 #define GJ_COLLECTIVES_H_
@@ -131,7 +141,7 @@ gjResult_t gjBroadcast(void* buff, size_t count, gjDataType_t dtype, int root, g
 
 /* ntensors tensors of one dtype, reduced with one op. sendbuffs[i] == recvbuffs[i] is in place.
  * Tensors are packed into the fusion buffer in order; a tensor larger than the threshold is
- * reduced on its own. Results identical to per-tensor gjAllReduce. */
+ * reduced on its own. Results identical to per-tensor gjAllReduce (device buffers: see the top). */
 gjResult_t gjGroupedAllReduce(const void* const* sendbuffs, void* const* recvbuffs,
                               const size_t* counts, int ntensors, gjDataType_t dtype,
                               gjRedOp_t op, gjComm_t comm, void* stream);

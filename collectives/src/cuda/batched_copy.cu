@@ -73,7 +73,7 @@ void launch(const CopyLaunch& l, cudaStream_t stream) {
   t.n = static_cast<int>(l.entries.size());
   t.total_chunks = l.total_chunks;
   std::copy(l.entries.begin(), l.entries.end(), t.e);
-  const unsigned blocks = grid_size(l.total_chunks, kThreads);
+  const unsigned blocks = blocks_for_blocks(l.total_chunks, kThreads);  // one chunk per block
   batched_copy_kernel<Capacity><<<blocks, kThreads, 0, stream>>>(t);
   check(cudaGetLastError(), "batched_copy<<<" + std::to_string(blocks) + ">>>(pieces=" +
                                 std::to_string(t.n) + ", chunks=" + std::to_string(l.total_chunks) + ")");

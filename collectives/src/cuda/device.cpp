@@ -1,12 +1,24 @@
 // gj::cuda::device_count / is_device_pointer on the CUDA runtime. Both must work on machines
-// without a GPU driver (CPU-only jobs load this library too): every error means "no device".
+// without a GPU driver (CPU-only jobs load this library too): device_count() treats every error
+// as "no device", and pointers are asked about only when a device exists.
 #include "device.h"
 
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
+#include <string>
+
+#include "../error.h"
+
 namespace gj::cuda {
 
 namespace {
+
+std::string pointer_text(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
 
 int query_device_count() noexcept {
   int n = 0;
@@ -29,14 +41,20 @@ int device_count() noexcept {
   return n;
 }
 
-bool is_device_pointer(const void* p) noexcept {
-  if (p == nullptr || device_count() == 0) return false;
+int pointer_device(const void* p) {
+  if (p == nullptr || device_count() == 0) return -1;
   cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+  // Host memory unknown to CUDA is cudaSuccess with cudaMemoryTypeUnregistered (CUDA >= 11):
+  // an error here is a real failure (a broken context, a driver fault).
+  if (const cudaError_t e = cudaPointerGetAttributes(&attr, p); e != cudaSuccess) {
     (void)cudaGetLastError();
-    return false;
+    throw Error(gjCudaError, std::string("cudaPointerGetAttributes(") + pointer_text(p) + "): " +
+                                 cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")");
   }
-  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+  const bool device = attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+  return device ? attr.device : -1;
 }
+
+bool is_device_pointer(const void* p) { return pointer_device(p) >= 0; }
 
 }  // namespace gj::cuda

@@ -7,7 +7,13 @@ namespace gj::cuda {
 // Number of usable devices; 0 when built without CUDA, when no driver or no device is present.
 int device_count() noexcept;
 
-// True when p is device (or managed) memory. False for host memory and without CUDA.
-bool is_device_pointer(const void* p) noexcept;
+// True when p is device (or managed) memory. False for host memory and without CUDA. A failing
+// cudaPointerGetAttributes throws gj::Error(gjCudaError): guessing "host" would hand a device
+// pointer to MPI, which then crashes.
+bool is_device_pointer(const void* p);
+
+// The device p was allocated on (device or managed memory), -1 for host memory; throws like
+// is_device_pointer.
+int pointer_device(const void* p);
 
 }  // namespace gj::cuda

@@ -50,13 +50,13 @@ void map(const void* in_v, void* out_v, std::size_t count, F f, cudaStream_t str
   if ((reinterpret_cast<std::uintptr_t>(in) | reinterpret_cast<std::uintptr_t>(out)) % 16 == 0) {
     const std::size_t nvec = count / kPer;
     if (nvec > 0) {
-      map_vec<T><<<grid_size(nvec, kThreads), kThreads, 0, stream>>>(in, out, nvec, f);
+      map_vec<T><<<blocks_for_items(nvec, kThreads), kThreads, 0, stream>>>(in, out, nvec, f);
       check(cudaGetLastError(), std::string(what) + "<<<vec>>>(count=" + std::to_string(count) + ")");
     }
     head = nvec * kPer;
   }
   if (head < count) {
-    map_scalar<T><<<grid_size(count - head, kThreads), kThreads, 0, stream>>>(in + head, out + head,
+    map_scalar<T><<<blocks_for_items(count - head, kThreads), kThreads, 0, stream>>>(in + head, out + head,
                                                                               count - head, f);
     check(cudaGetLastError(), std::string(what) + "<<<scalar>>>(count=" + std::to_string(count - head) + ")");
   }
@@ -80,6 +80,12 @@ struct ScaleBf16 {
     return __float2bfloat16_rn(__bfloat162float(x) * s);
   }
 };
+// Integers scale in f64 and truncate toward zero (the header's rule for prescale/postscale).
+template <typename T>
+struct ScaleInt {
+  double s;
+  __device__ T operator()(T x) const { return static_cast<T>(trunc(static_cast<double>(x) * s)); }
+};
 // The divisor stays wide: a u8 sum over more than 255 ranks divides to 0, not by a wrapped count.
 template <typename T>
 struct Divide {
@@ -97,8 +103,11 @@ void scale(void* out, const void* in, std::size_t count, gjDataType_t dtype, dou
     case gjFloat64: return map<double>(in, out, count, ScaleF64{factor}, s, "scale_f64");
     case gjFloat16: return map<__half>(in, out, count, ScaleF16{f}, s, "scale_f16");
     case gjBfloat16: return map<__nv_bfloat16>(in, out, count, ScaleBf16{f}, s, "scale_bf16");
+    case gjInt32: return map<std::int32_t>(in, out, count, ScaleInt<std::int32_t>{factor}, s, "scale_i32");
+    case gjInt64: return map<std::int64_t>(in, out, count, ScaleInt<std::int64_t>{factor}, s, "scale_i64");
+    case gjUint8: return map<std::uint8_t>(in, out, count, ScaleInt<std::uint8_t>{factor}, s, "scale_u8");
     default:
-      throw Error(gjInternalError, "gj::cuda::scale(dtype=" + std::to_string(dtype) + "): not a floating type");
+      throw Error(gjInternalError, "gj::cuda::scale(dtype=" + std::to_string(dtype) + "): not a reducible type");
   }
 }
 

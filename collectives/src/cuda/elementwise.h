@@ -12,7 +12,8 @@
 
 namespace gj::cuda {
 
-// out[i] = in[i] * factor for floating dtypes (out may equal in). Stream-ordered.
+// out[i] = in[i] * factor (out may equal in). Stream-ordered. Floating dtypes as described
+// above; integers (gjInt32, gjInt64, gjUint8) in f64, truncated toward zero (prescale/postscale).
 void scale(void* out, const void* in, std::size_t count, gjDataType_t dtype, double factor, void* stream);
 
 // buf[i] /= divisor for integer dtypes (gjInt32, gjInt64, gjUint8); divisor >= 1. Stream-ordered.

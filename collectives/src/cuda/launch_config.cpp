@@ -28,11 +28,19 @@ int sm_count() {
 
 }  // namespace
 
-unsigned grid_size(std::uint64_t work_items, int threads_per_block) {
-  // 2048 resident threads per SM on Ampere and Hopper.
-  const std::uint64_t per_sm = std::max(1, 2048 / threads_per_block);
-  const std::uint64_t full = static_cast<std::uint64_t>(sm_count()) * per_sm;
-  return static_cast<unsigned>(std::max<std::uint64_t>(1, std::min(work_items, full)));
+unsigned plan_blocks(std::uint64_t blocks_wanted, int threads_per_block, int sm_count) {
+  const std::uint64_t per_sm = static_cast<std::uint64_t>(std::max(1, 2048 / std::max(1, threads_per_block)));
+  const std::uint64_t full = static_cast<std::uint64_t>(std::max(1, sm_count)) * per_sm;
+  return static_cast<unsigned>(std::max<std::uint64_t>(1, std::min(blocks_wanted, full)));
+}
+
+unsigned blocks_for_items(std::uint64_t items, int threads_per_block) {
+  const auto t = static_cast<std::uint64_t>(std::max(1, threads_per_block));
+  return plan_blocks((items + t - 1) / t, threads_per_block, sm_count());
+}
+
+unsigned blocks_for_blocks(std::uint64_t blocks, int threads_per_block) {
+  return plan_blocks(blocks, threads_per_block, sm_count());
 }
 
 }  // namespace gj::cuda

@@ -6,7 +6,14 @@
 
 namespace gj::cuda {
 
-// Blocks for work_items independent items of threads_per_block threads each, on the current device.
-unsigned grid_size(std::uint64_t work_items, int threads_per_block);
+// Pure: blocks_wanted clamped to [1, sm_count * resident blocks per SM] (2048 resident threads
+// per SM on Ampere and Hopper).
+unsigned plan_blocks(std::uint64_t blocks_wanted, int threads_per_block, int sm_count);
+
+// Work of `items` independent items, one thread each: ceil(items / threads_per_block) blocks
+// at most, on the current device.
+unsigned blocks_for_items(std::uint64_t items, int threads_per_block);
+// Work already cut into per-block pieces (the fused copy's chunks), on the current device.
+unsigned blocks_for_blocks(std::uint64_t blocks, int threads_per_block);
 
 }  // namespace gj::cuda

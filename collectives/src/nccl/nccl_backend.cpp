@@ -1,22 +1,26 @@
 // The NCCL backend: device buffers, stream-ordered collectives on the caller's stream.
 //
 // Nothing here waits for the GPU on the normal path. The backend waits (polling NCCL's
-// asynchronous error state, bounded by GJ_COLL_TIMEOUT_MS) only where it must: before freeing a
-// fusion buffer that is being replaced by a larger one, and at destruction (ncclCommFinalize)
-// for the NCCL operations it enqueued. Fusion-buffer reuse from another stream is ordered on the device with an event.
+// asynchronous error state, bounded by GJ_COLL_TIMEOUT_MS) only where it must: before freeing
+// a buffer it owns that is being replaced by a larger one, and at destruction
+// (ncclCommFinalize) for the NCCL operations it enqueued. Reuse of an owned buffer from another
+// stream is ordered on the device with an event.
 #include "nccl_backend.h"
 
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "../cuda/batched_copy.h"
 #include "../cuda/check.h"
 #include "../cuda/device.h"
 #include "../cuda/elementwise.h"
 #include "../error.h"
+#include "nccl_buffer.h"
 #include "nccl_comm.h"
+#include "nccl_loader.h"
 #include "nccl_plan.h"
 
 namespace gj {
@@ -48,35 +52,86 @@ cudaEvent_t make_event() {
   return e;
 }
 
-int select_device(int local_rank) {
-  const int n = cuda::device_count();
-  if (n == 0) {
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Without the stream (the fusion buffer is sized before the grouped call's stream is seen): a
+// capture in global or thread-local mode on any blocking stream makes the legacy stream's query
+// fail with cudaErrorStreamCaptureImplicit.
+bool capture_on_this_thread() {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaError_t e = cudaStreamIsCapturing(cudaStreamLegacy, &status);
+  if (e == cudaErrorStreamCaptureImplicit) {
+    (void)cudaGetLastError();
+    return true;
+  }
+  check(e, "cudaStreamIsCapturing(cudaStreamLegacy)");
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// NCCL found (the first call searches: nccl_search.h) and the caller's current device: the
+// communicator's NCCL runs there. Throws gjUnsupported when either is missing.
+int select_device() {
+  const nccl::Library& lib = nccl::library();
+  if (!lib.ok) throw Error(gjUnsupported, lib.error);
+  if (cuda::device_count() == 0) {
     throw Error(gjUnsupported,
                 "make_nccl_backend: no CUDA device is visible to this process (cudaGetDeviceCount=0; "
                 "check CUDA_VISIBLE_DEVICES and the driver), so device buffers cannot use NCCL");
   }
-  return local_rank % n;
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  return device;
 }
+
+// A grow-only device buffer with the ordering of its uses (nccl_buffer.h).
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  cudaEvent_t done = nullptr;   // recorded after the last use
+  cudaStream_t stream = nullptr;
+  bool stream_set = false;
+  bool used_in_capture = false;
+  std::vector<void*> kept;      // replaced while graphs may still reference them
+
+  bool contains(const void* p) const {
+    const auto* c = static_cast<const char*>(p);
+    const auto* b = static_cast<const char*>(ptr);
+    return ptr != nullptr && c >= b && c < b + bytes;
+  }
+};
 
 class NcclBackend final : public Backend {
  public:
-  NcclBackend(MPI_Comm comm, int local_rank, const Config& config)
-      : device_(agree_on_device(comm, local_rank)), comm_(make_current(device_, comm), config.timeout_ms) {
-    fusion_done_ = make_event();
+  NcclBackend(MPI_Comm comm, const Config& config)
+      : device_(agree_on_device(comm)), comm_(comm, config.timeout_ms) {
+    fusion_.done = make_event();
+    scratch_.done = make_event();
+    comm_.start_watchdog(device_);
   }
 
   ~NcclBackend() override {
     // A destructor can only report: every failure goes to stderr (a failing wait has aborted
     // the communicator).
+    comm_.stop_watchdog();
     try {
       DeviceScope scope(device_);
       // Waits, bounded by the timeout, until every enqueued NCCL operation has completed; the
       // kernels around them (pack, scale, divide, unpack) then finish on their own.
       comm_.finalize();
-      if (!comm_.aborted() && fusion_ != nullptr) check(cudaFree(fusion_), "cudaFree(fusion buffer)");
-      // After an abort the fusion buffer is left to process exit: freeing it synchronizes the
-      // device, which could block on work that never finishes.
-      (void)cudaEventDestroy(fusion_done_);
+      // After an abort the buffers are left to process exit: freeing synchronizes the device,
+      // which could block on work that never finishes.
+      if (!comm_.aborted()) {
+        for (DeviceBuffer* b : {&fusion_, &scratch_}) {
+          if (b->ptr != nullptr) check(cudaFree(b->ptr), "cudaFree(owned buffer)");
+          for (void* p : b->kept) check(cudaFree(p), "cudaFree(owned buffer kept for CUDA graphs)");
+        }
+      }
+      (void)cudaEventDestroy(fusion_.done);
+      (void)cudaEventDestroy(scratch_.done);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "gj collectives: NCCL backend teardown: %s\n", e.what());
     }
@@ -86,84 +141,154 @@ class NcclBackend final : public Backend {
 
   void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
                  void* stream_v) override {
-    const nccl::Operation what{"ncclAllReduce", count, dtype, op, nccl::Operation::kReduction};
-    comm_.ensure_usable(what.call);
-    if (count == 0) return;
-    DeviceScope scope(device_);
-    const auto stream = static_cast<cudaStream_t>(stream_v);
-    const nccl::AllreducePlan plan = nccl::plan_allreduce(dtype, op, comm_.size());
-    const bool fused = in_fusion(send) || in_fusion(recv);
-    if (fused) order_fusion_use(stream);
-    if (plan.prescale != 0.0) {
-      cuda::scale(recv, send, count, dtype, plan.prescale, stream);
-      send = recv;
-    }
-    comm_.complete_lazy(ncclAllReduce(send, recv, count, plan.dtype, plan.op, comm_.get(), stream),
-                        [&] { return nccl::describe(what); });
-    if (plan.postdivide != 0) cuda::divide(recv, count, dtype, plan.postdivide, stream);
-    if (fused) record_fusion_use(stream);
+    const auto lock = comm_.guard();
+    reduce(send, recv, count, dtype, op, nccl::ScaledPlan{nccl::plan_allreduce(dtype, op, comm_.size())}, stream_v);
+  }
+
+  void allreduce_scaled(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
+                        Scale scale, void* stream_v) override {
+    const auto lock = comm_.guard();
+    reduce(send, recv, count, dtype, op, nccl::plan_scaled(dtype, op, comm_.size(), scale.pre, scale.post),
+           stream_v);
   }
 
   void broadcast(void* buf, std::size_t count, gjDataType_t dtype, int root, void* stream_v) override {
+    const auto lock = comm_.guard();
     const nccl::Operation what{"ncclBroadcast", count, dtype, gjSum, root};
     comm_.ensure_usable(what.call);
     if (count == 0) return;
+    on_my_device(buf, "buff");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
-    comm_.complete_lazy(ncclBroadcast(buf, buf, count, nccl::to_nccl(dtype), root, comm_.get(), stream),
+    const nccl::Movement m = nccl::to_movement(dtype, count);
+    comm_.complete_lazy(ncclBroadcast(buf, buf, m.count, m.dtype, root, comm_.get(), stream),
                         [&] { return nccl::describe(what); });
+    track(stream, what);
+  }
+
+  void allgatherv(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype,
+                  void* stream_v) override {
+    const auto lock = comm_.guard();
+    const nccl::PerRankPlan plan = nccl::plan_per_rank(counts, comm_.size());
+    const nccl::Operation what{plan.equal ? "ncclAllGather" : "ncclBroadcast(per-rank allgather)", plan.total,
+                               dtype, gjSum, nccl::Operation::kCopy};
+    comm_.ensure_usable(what.call);
+    if (plan.total == 0) return;
+    on_my_device(send, "sendbuff");
+    on_my_device(recv, "recvbuff");
+    DeviceScope scope(device_);
+    const auto stream = static_cast<cudaStream_t>(stream_v);
+    const std::size_t esize = nccl::element_bytes(dtype);
+    if (plan.equal) {
+      const nccl::Movement m = nccl::to_movement(dtype, plan.count);
+      comm_.complete_lazy(ncclAllGather(send, recv, m.count, m.dtype, comm_.get(), stream),
+                          [&] { return nccl::describe(what); });
+      track(stream, what);
+      return;
+    }
+    // Every rank's slice broadcast from its owner, one NCCL group (every rank enqueues the same
+    // list: counts are the same everywhere).
+    auto* out = static_cast<char*>(recv);
+    group([&] {
+      for (const nccl::Slice& s : plan.slices) {
+        const nccl::Movement m = nccl::to_movement(dtype, s.count);
+        void* slot = out + s.offset * esize;
+        const void* from = s.rank == comm_.rank() ? send : slot;
+        const ncclResult_t r = ncclBroadcast(from, slot, m.count, m.dtype, s.rank, comm_.get(), stream);
+        if (r != ncclSuccess) return r;
+      }
+      return ncclSuccess;
+    }, what);
+    track(stream, what);
+  }
+
+  void reduce_scatter(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype, gjRedOp_t op,
+                      Scale scale, void* stream_v) override {
+    const auto lock = comm_.guard();
+    const nccl::PerRankPlan per_rank = nccl::plan_per_rank(counts, comm_.size());
+    const nccl::ScaledPlan plan = nccl::plan_scaled(dtype, op, comm_.size(), scale.pre, scale.post);
+    const nccl::Operation what{per_rank.equal ? "ncclReduceScatter" : "ncclReduce(per-rank reduce-scatter)",
+                               per_rank.total, dtype, op, nccl::Operation::kReduction};
+    comm_.ensure_usable(what.call);
+    if (per_rank.total == 0) return;
+    on_my_device(send, "sendbuff");
+    on_my_device(recv, "recvbuff");
+    DeviceScope scope(device_);
+    const auto stream = static_cast<cudaStream_t>(stream_v);
+    const std::size_t esize = nccl::element_bytes(dtype);
+    const std::size_t mine = counts[comm_.rank()];
+    // Pre-scaling needs a copy of the whole input (send is const, recv holds one slice).
+    const void* input = send;
+    const bool scaled_input = plan.reduce.prescale != 0.0;
+    if (scaled_input) {
+      void* tmp = owned(scratch_, per_rank.total * esize, stream, "reduce-scatter scratch");
+      order_use(scratch_, stream);
+      cuda::scale(tmp, send, per_rank.total, dtype, plan.reduce.prescale, stream);
+      input = tmp;
+    }
+    if (per_rank.equal) {
+      comm_.complete_lazy(ncclReduceScatter(input, recv, per_rank.count, plan.reduce.dtype, plan.reduce.op,
+                                            comm_.get(), stream),
+                          [&] { return nccl::describe(what); });
+    } else {
+      const auto* in = static_cast<const char*>(input);
+      group([&] {
+        for (const nccl::Slice& s : per_rank.slices) {
+          // recvbuff is written on the root only.
+          const ncclResult_t r = ncclReduce(in + s.offset * esize, recv, s.count, plan.reduce.dtype,
+                                            plan.reduce.op, s.rank, comm_.get(), stream);
+          if (r != ncclSuccess) return r;
+        }
+        return ncclSuccess;
+      }, what);
+    }
+    track(stream, what);
+    if (scaled_input) record_use(scratch_, stream);
+    finish(recv, mine, dtype, plan, stream);
   }
 
   void* fusion_buffer(std::size_t bytes) override {
+    const auto lock = comm_.guard();
     comm_.ensure_usable("fusion_buffer");
-    if (bytes <= fusion_bytes_ && fusion_ != nullptr) return fusion_;
-    DeviceScope scope(device_);
-    // The old buffer may still be read by enqueued work: wait for its last use, then replace it.
-    if (fusion_ != nullptr) {
-      comm_.wait(fusion_done_, "the last use of the fusion buffer (before growing it to " +
-                                   std::to_string(bytes) + " bytes)");
-      check(cudaFree(fusion_), "cudaFree(fusion buffer, bytes=" + std::to_string(fusion_bytes_) + ")");
-      fusion_ = nullptr;
-      fusion_bytes_ = 0;
-    }
-    check(cudaMalloc(&fusion_, bytes), "cudaMalloc(fusion buffer, bytes=" + std::to_string(bytes) +
-                                           "; lower GJ_COLL_FUSION_BYTES)");
-    fusion_bytes_ = bytes;
-    fusion_stream_set_ = false;
-    return fusion_;
+    return owned(fusion_, bytes, nullptr, "fusion buffer");
   }
 
   void pack(void* dst, const void* const* srcs, const std::size_t* bytes, int n, void* stream_v) override {
+    const auto lock = comm_.guard();
     comm_.ensure_usable("pack");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
-    const bool fused = in_fusion(dst);
-    if (fused) order_fusion_use(stream);
+    const bool fused = fusion_.contains(dst);
+    if (fused) order_use(fusion_, stream);
     cuda::pack(dst, srcs, bytes, n, stream);
-    if (fused) record_fusion_use(stream);
+    if (fused) record_use(fusion_, stream);
   }
 
   void unpack(void* const* dsts, const void* src, const std::size_t* bytes, int n, void* stream_v) override {
+    const auto lock = comm_.guard();
     comm_.ensure_usable("unpack");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
-    const bool fused = in_fusion(src);
-    if (fused) order_fusion_use(stream);
+    const bool fused = fusion_.contains(src);
+    if (fused) order_use(fusion_, stream);
     cuda::unpack(dsts, src, bytes, n, stream);
-    if (fused) record_fusion_use(stream);
+    if (fused) record_use(fusion_, stream);
   }
 
-  void abort() noexcept override { comm_.abort(); }
+  void abort() noexcept override {
+    const auto lock = comm_.guard();
+    comm_.abort();
+  }
 
  private:
-  // Every rank must find a device before any of them enters ncclCommInitRank, or the ranks that
-  // did would wait there for the ones that did not.
-  static int agree_on_device(MPI_Comm comm, int local_rank) {
+  // Every rank must find NCCL and a device before any of them enters ncclCommInitRank, or the
+  // ranks that did would wait there for the ones that did not.
+  static int agree_on_device(MPI_Comm comm) {
     int local_ok = 1;
     std::string local_error;
     int device = 0;
     try {
-      device = select_device(local_rank);
+      device = select_device();
     } catch (const Error& e) {
       local_ok = 0;
       local_error = e.what();
@@ -173,52 +298,144 @@ class NcclBackend final : public Backend {
     if (rc != MPI_SUCCESS) throw Error(gjMpiError, "MPI_Allreduce(device check before NCCL init) failed");
     if (!local_ok) throw Error(gjUnsupported, local_error);
     if (!all_ok) {
-      throw Error(gjUnsupported, "make_nccl_backend: another rank has no usable CUDA device, so no rank "
-                                 "can use NCCL (see that rank's error)");
+      throw Error(gjUnsupported, "make_nccl_backend: another rank has no usable NCCL or CUDA device, so no "
+                                 "rank can use NCCL (see that rank's error)");
     }
     return device;
   }
 
-  // The selected device stays current on the creating thread: the NCCL communicator is bound to
-  // it, and the training code's tensors must live there anyway.
-  static MPI_Comm make_current(int device, MPI_Comm comm) {
-    check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
-    return comm;
-  }
-
-  bool in_fusion(const void* p) const {
-    const auto* c = static_cast<const char*>(p);
-    const auto* f = static_cast<const char*>(fusion_);
-    return fusion_ != nullptr && c >= f && c < f + fusion_bytes_;
-  }
-
-  // Work on the fusion buffer from a stream other than its last user's waits (on the device)
-  // for that user's work.
-  void order_fusion_use(cudaStream_t stream) {
-    if (fusion_stream_set_ && stream != fusion_stream_) {
-      check(cudaStreamWaitEvent(stream, fusion_done_, 0), "cudaStreamWaitEvent(fusion buffer)");
+  // A buffer on another device than the communicator's would be a wrong-device access inside
+  // NCCL (or a silent peer copy): refused with the fix.
+  void on_my_device(const void* p, const char* name) const {
+    if (p == nullptr) return;
+    const int d = cuda::pointer_device(p);
+    if (d >= 0 && d != device_) {
+      throw Error(gjInvalidArgument, std::string(name) + " is memory of CUDA device " + std::to_string(d) +
+                                         " but this communicator's NCCL runs on device " + std::to_string(device_) +
+                                         " (the current device when it was created; create one communicator per "
+                                         "device, with cudaSetDevice before gjCommInit*)");
     }
   }
 
-  void record_fusion_use(cudaStream_t stream) {
-    check(cudaEventRecord(fusion_done_, stream), "cudaEventRecord(fusion buffer)");
-    fusion_stream_ = stream;
-    fusion_stream_set_ = true;
+  void reduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
+              const nccl::ScaledPlan& plan, void* stream_v) {
+    const nccl::Operation what{"ncclAllReduce", count, dtype, op, nccl::Operation::kReduction};
+    comm_.ensure_usable(what.call);
+    if (count == 0) return;
+    on_my_device(send, "sendbuff");
+    on_my_device(recv, "recvbuff");
+    DeviceScope scope(device_);
+    const auto stream = static_cast<cudaStream_t>(stream_v);
+    const bool fused = fusion_.contains(send) || fusion_.contains(recv);
+    if (fused) order_use(fusion_, stream);
+    if (plan.reduce.prescale != 0.0) {
+      cuda::scale(recv, send, count, dtype, plan.reduce.prescale, stream);
+      send = recv;
+    }
+    comm_.complete_lazy(ncclAllReduce(send, recv, count, plan.reduce.dtype, plan.reduce.op, comm_.get(), stream),
+                        [&] { return nccl::describe(what); });
+    track(stream, what);
+    finish(recv, count, dtype, plan, stream);
+    if (fused) record_use(fusion_, stream);
+  }
+
+  // The watchdog times the operation (nccl_watchdog.h); not inside a graph capture, where an
+  // event recorded marks a graph node, not this enqueue.
+  void track(cudaStream_t stream, const nccl::Operation& what) {
+    if (!capturing(stream)) comm_.track(stream, what);
+  }
+
+  // What follows the collective: gjAvg's integer division, then the postscale factor.
+  static void finish(void* recv, std::size_t count, gjDataType_t dtype, const nccl::ScaledPlan& plan,
+                     cudaStream_t stream) {
+    if (count == 0) return;
+    if (plan.reduce.postdivide != 0) cuda::divide(recv, count, dtype, plan.reduce.postdivide, stream);
+    if (plan.postscale != 0.0) cuda::scale(recv, recv, count, dtype, plan.postscale, stream);
+  }
+
+  // Several NCCL calls as one group; enqueue() returns the first failed call's result.
+  template <class Enqueue>
+  void group(Enqueue&& enqueue, const nccl::Operation& what) {
+    comm_.complete(ncclGroupStart(), "ncclGroupStart");
+    const ncclResult_t r = enqueue();
+    const ncclResult_t end = ncclGroupEnd();
+    comm_.complete(r != ncclSuccess ? r : end, nccl::describe(what));
+  }
+
+  // The owned buffer b, at least bytes long (nccl_buffer.h). stream: the caller's, or nullptr
+  // when unknown (the fusion buffer): then any capture on this thread counts.
+  void* owned(DeviceBuffer& b, std::size_t bytes, cudaStream_t stream, const char* what) {
+    DeviceScope scope(device_);
+    const bool in_capture = stream != nullptr ? capturing(stream) : capture_on_this_thread();
+    switch (nccl::plan_buffer_use(b.bytes, b.ptr != nullptr, bytes, in_capture)) {
+      case nccl::BufferAction::Reuse:
+        break;
+      case nccl::BufferAction::RefuseCapture:
+        throw Error(gjInvalidUsage, std::string(what) + ": needs " + std::to_string(bytes) +
+                                        " bytes of device memory, which cannot be allocated during CUDA graph "
+                                        "capture; run the same call once before capturing");
+      case nccl::BufferAction::Grow:
+        if (b.ptr != nullptr) {
+          // The old buffer may still be read by enqueued work: wait for its last use.
+          if (b.stream_set) comm_.wait(b.done, std::string("the last use of the ") + what + " (before growing it to " +
+                                                   std::to_string(bytes) + " bytes)");
+          if (nccl::may_free_on_grow(b.used_in_capture)) {
+            check(cudaFree(b.ptr), std::string("cudaFree(") + what + ", bytes=" + std::to_string(b.bytes) + ")");
+          } else {
+            b.kept.push_back(b.ptr);
+          }
+          b.ptr = nullptr;
+          b.bytes = 0;
+        }
+        check(cudaMalloc(&b.ptr, bytes), std::string("cudaMalloc(") + what + ", bytes=" + std::to_string(bytes) +
+                                             "; lower GJ_COLL_FUSION_BYTES)");
+        b.bytes = bytes;
+        b.stream_set = false;
+        break;
+    }
+    if (in_capture) b.used_in_capture = true;
+    return b.ptr;
+  }
+
+  // Work on an owned buffer from a stream other than its last user's waits (on the device) for
+  // that user's work. During capture no event is waited on or recorded: an event recorded
+  // outside the graph cannot order graph replays (docs/gpu.md, "CUDA graphs").
+  void order_use(DeviceBuffer& b, cudaStream_t stream) {
+    if (capturing(stream)) {
+      b.used_in_capture = true;
+      return;
+    }
+    if (b.stream_set && stream != b.stream) {
+      check(cudaStreamWaitEvent(stream, b.done, 0), "cudaStreamWaitEvent(owned buffer)");
+    }
+  }
+
+  void record_use(DeviceBuffer& b, cudaStream_t stream) {
+    if (capturing(stream)) return;
+    check(cudaEventRecord(b.done, stream), "cudaEventRecord(owned buffer)");
+    b.stream = stream;
+    b.stream_set = true;
   }
 
   int device_;
   nccl::Comm comm_;
-  void* fusion_ = nullptr;
-  std::size_t fusion_bytes_ = 0;
-  cudaEvent_t fusion_done_ = nullptr;
-  cudaStream_t fusion_stream_ = nullptr;
-  bool fusion_stream_set_ = false;
+  DeviceBuffer fusion_;
+  DeviceBuffer scratch_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, int local_rank, const Config& config) {
-  return std::make_unique<NcclBackend>(comm, local_rank, config);
+std::string nccl_backend_description() {
+  const nccl::Library& lib = nccl::library();
+  if (!lib.ok) return "no NCCL: " + lib.error;
+  int device = -1;
+  (void)cudaGetDevice(&device);
+  return "NCCL " + nccl::version_string(lib.version) + " from " + lib.path + ", device " + std::to_string(device);
+}
+
+std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, int /*local_rank: the caller's current device is used*/,
+                                           const Config& config) {
+  return std::make_unique<NcclBackend>(comm, config);
 }
 
 }  // namespace gj

@@ -6,6 +6,8 @@
 
 #include "../cuda/check.h"
 #include "../error.h"
+#include "nccl_plan.h"
+#include "nccl_watchdog.h"
 
 namespace gj::nccl {
 namespace {
@@ -80,6 +82,9 @@ Comm::Comm(MPI_Comm mpi_comm, long timeout_ms) : timeout_ms_(timeout_ms) {
 }
 
 Comm::~Comm() {
+  stop_watchdog();
+  for (const Pending& p : pending_) (void)cudaEventDestroy(p.event);
+  for (cudaEvent_t e : spare_events_) (void)cudaEventDestroy(e);
   if (comm_ == nullptr) return;
   try {
     finalize();
@@ -97,6 +102,10 @@ void Comm::finalize() {
 }
 
 void Comm::ensure_usable(const std::string& what) const {
+  if (comm_ == nullptr && watchdog_code_ != gjSuccess && !watchdog_reported_) {
+    watchdog_reported_ = true;
+    throw Error(watchdog_code_, abort_reason_);
+  }
   if (comm_ == nullptr) {
     throw Error(gjInvalidUsage, what + ": the NCCL communicator was aborted" +
                                     (abort_reason_.empty() ? std::string() : " after: " + abort_reason_));
@@ -111,6 +120,10 @@ ncclResult_t Comm::async_state() {
 
 void Comm::complete(ncclResult_t result, const std::string& what) {
   ensure_usable(what);
+  if (result != ncclSuccess && result != ncclInProgress && !aborts_communicator(result, async_state())) {
+    throw Error(gjNcclError, what + ": " + ncclGetErrorString(result) + " (" + ncclGetLastError(comm_) +
+                                 "); NCCL rejected the call before enqueuing it, the communicator stays usable");
+  }
   Poller poll(timeout_ms_);
   if (result == ncclSuccess) result = async_state();
   while (result == ncclInProgress) {
@@ -150,6 +163,81 @@ void Comm::time_out(const std::string& what) {
   abort_reason_ = msg;
   abort();
   throw Error(gjTimeout, msg);
+}
+
+void Comm::track(cudaStream_t stream, const Operation& op) {
+  if (comm_ == nullptr || timeout_ms_ <= 0) return;  // only timeouts need the events
+  cudaEvent_t e = nullptr;
+  if (!spare_events_.empty()) {
+    e = spare_events_.back();
+    spare_events_.pop_back();
+  } else if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;  // untracked: the synchronous waits still bound it
+  }
+  if (cudaEventRecord(e, stream) != cudaSuccess) {
+    (void)cudaGetLastError();
+    spare_events_.push_back(e);
+    return;
+  }
+  pending_.push_back(Pending{e, Clock::now(), op});
+}
+
+void Comm::start_watchdog(int device) {
+  if (watchdog_.joinable()) return;
+  watchdog_ = std::thread([this, device] { watch(device); });
+}
+
+void Comm::stop_watchdog() noexcept {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+void Comm::watch(int device) {
+  // Events and the communicator belong to this device; the thread's default would be device 0.
+  if (cudaSetDevice(device) != cudaSuccess) (void)cudaGetLastError();
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_) {
+    wake_.wait_for(lock, watch_period(timeout_ms_));
+    if (stop_) break;
+    if (comm_ != nullptr) watch_once();
+  }
+}
+
+void Comm::watch_once() {
+  // Completed operations leave the front; the oldest pending one decides the timeout.
+  while (!pending_.empty()) {
+    const cudaError_t e = cudaEventQuery(pending_.front().event);
+    if (e == cudaErrorNotReady) break;
+    if (e != cudaSuccess) (void)cudaGetLastError();  // a sticky CUDA error: the next call reports it
+    spare_events_.push_back(pending_.front().event);
+    pending_.pop_front();
+  }
+  const long oldest = pending_.empty() ? -1
+                                       : static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                               Clock::now() - pending_.front().enqueued)
+                                                               .count());
+  const ncclResult_t state = async_state();
+  switch (judge(state, oldest, timeout_ms_)) {
+    case Verdict::Healthy:
+      return;
+    case Verdict::AsyncError:
+      watchdog_code_ = gjNcclError;
+      abort_reason_ = std::string("NCCL reported an asynchronous error: ") + ncclGetErrorString(state) + " (" +
+                      ncclGetLastError(comm_) + "; run with NCCL_DEBUG=WARN for details); NCCL communicator aborted";
+      break;
+    case Verdict::TimedOut:
+      watchdog_code_ = gjTimeout;
+      abort_reason_ = describe(pending_.front().op) + " did not complete within GJ_COLL_TIMEOUT_MS=" +
+                      std::to_string(timeout_ms_) +
+                      " ms (a peer rank may have failed or stopped calling collectives); NCCL communicator aborted";
+      break;
+  }
+  abort();
 }
 
 void Comm::abort() noexcept {

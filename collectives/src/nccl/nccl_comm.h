@@ -2,14 +2,23 @@
 // than the configured timeout: initialization, connection setup on the first collectives and
 // finalization all return ncclInProgress and are polled here. Every failure becomes a gj::Error
 // naming the operation; asynchronous errors and timeouts abort the communicator (ncclCommAbort),
-// after which every call throws gjInvalidUsage naming the first failure.
+// after which the next call throws that failure (gjTimeout / gjNcclError) and every later one
+// gjInvalidUsage naming it. A watchdog thread (nccl_watchdog.h) does the same between calls.
 #pragma once
 
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <nccl.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
+
+#include "nccl_plan.h"
 
 namespace gj::nccl {
 
@@ -26,8 +35,19 @@ class Comm {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
-  // Throws gjInvalidUsage once the communicator was aborted.
+  // Throws once the communicator was aborted: the failure itself the first time after the
+  // watchdog aborted it (gjTimeout / gjNcclError), gjInvalidUsage naming it afterwards.
   void ensure_usable(const std::string& what) const;
+
+  // Every use of the communicator from the caller's thread holds this, so the watchdog never
+  // aborts under a call in progress.
+  std::unique_lock<std::mutex> guard() { return std::unique_lock<std::mutex>(mutex_); }
+  // After an operation was enqueued on stream (not during graph capture): the watchdog waits
+  // for it, bounded by the timeout. Caller holds guard().
+  void track(cudaStream_t stream, const Operation& op);
+  // The watchdog thread, on `device`; stop_watchdog() joins it (before teardown).
+  void start_watchdog(int device);
+  void stop_watchdog() noexcept;
   // Completes an NCCL call: polls while ncclInProgress, then checks the result and the
   // communicator's asynchronous error state.
   void complete(ncclResult_t result, const std::string& what);
@@ -49,6 +69,14 @@ class Comm {
   [[noreturn]] void fail(ncclResult_t result, const std::string& what);
   [[noreturn]] void time_out(const std::string& what);
   ncclResult_t async_state();
+  void watch(int device);
+  void watch_once();
+
+  struct Pending {
+    cudaEvent_t event;
+    std::chrono::steady_clock::time_point enqueued;
+    Operation op;
+  };
 
   ncclComm_t comm_ = nullptr;
   int rank_ = 0;
@@ -56,6 +84,15 @@ class Comm {
   long timeout_ms_ = 0;
   bool finalized_ = false;
   std::string abort_reason_;
+  gjResult_t watchdog_code_ = gjSuccess;  // what the watchdog found; reported once
+  mutable bool watchdog_reported_ = false;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread watchdog_;
+  std::deque<Pending> pending_;
+  std::vector<cudaEvent_t> spare_events_;
 };
 
 }  // namespace gj::nccl

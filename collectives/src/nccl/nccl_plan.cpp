@@ -1,5 +1,8 @@
 #include "nccl_plan.h"
 
+#include "nccl_buffer.h"
+#include "nccl_watchdog.h"
+
 #include "../dtype.h"
 #include "../error.h"
 
@@ -17,6 +20,72 @@ ncclDataType_t to_nccl(gjDataType_t dtype) {
     default: break;
   }
   throw Error(gjInvalidArgument, "NCCL backend: dtype=" + std::to_string(dtype) + " is not a gjDataType_t");
+}
+
+ScaledPlan plan_scaled(gjDataType_t dtype, gjRedOp_t op, int nranks, double pre, double post) {
+  ScaledPlan p{plan_allreduce(dtype, op, nranks)};
+  p.postscale = post == 1.0 ? 0.0 : post;
+  if (pre == 1.0) return p;
+  if (is_floating(dtype) && op == gjAvg) {
+    // One pre-scale pass: pre times the 1/n that avg divides by before the sum.
+    p.reduce.op = ncclSum;
+    p.reduce.prescale = pre / nranks;
+  } else {
+    p.reduce.prescale = pre;
+  }
+  return p;
+}
+
+Movement to_movement(gjDataType_t dtype, std::size_t count) {
+  switch (dtype) {
+    case gjInt8: return {ncclInt8, count};
+    case gjInt16: return {ncclUint8, count * 2};
+    case gjBool:
+    case gjByte: return {ncclUint8, count};
+    default: return {to_nccl(dtype), count};
+  }
+}
+
+std::size_t element_bytes(gjDataType_t dtype) {
+  switch (dtype) {
+    case gjFloat32: case gjInt32: return 4;
+    case gjFloat64: case gjInt64: return 8;
+    case gjFloat16: case gjBfloat16: case gjInt16: return 2;
+    case gjUint8: case gjInt8: case gjBool: case gjByte: return 1;
+    default: return 0;
+  }
+}
+
+PerRankPlan plan_per_rank(const std::size_t* counts, int nranks) {
+  if (nranks < 1) throw Error(gjInternalError, "plan_per_rank: nranks=" + std::to_string(nranks));
+  PerRankPlan p;
+  p.equal = true;
+  p.count = counts[0];
+  for (int r = 0; r < nranks; ++r) {
+    if (counts[r] != counts[0]) p.equal = false;
+    if (counts[r] > 0) p.slices.push_back(Slice{r, p.total, counts[r]});
+    p.total += counts[r];
+  }
+  if (p.equal) p.slices.clear();
+  else p.count = 0;
+  return p;
+}
+
+BufferAction plan_buffer_use(std::size_t have_bytes, bool allocated, std::size_t need_bytes, bool capturing) {
+  if (allocated && need_bytes <= have_bytes) return BufferAction::Reuse;
+  return capturing ? BufferAction::RefuseCapture : BufferAction::Grow;
+}
+
+bool aborts_communicator(ncclResult_t call_result, ncclResult_t async_state) {
+  const bool local = call_result == ncclInvalidArgument || call_result == ncclInvalidUsage;
+  const bool healthy = async_state == ncclSuccess || async_state == ncclInProgress;
+  return !(local && healthy);
+}
+
+Verdict judge(ncclResult_t async_state, long oldest_pending_ms, long timeout_ms) {
+  if (async_state != ncclSuccess && async_state != ncclInProgress) return Verdict::AsyncError;
+  if (timeout_ms > 0 && oldest_pending_ms > timeout_ms) return Verdict::TimedOut;
+  return Verdict::Healthy;
 }
 
 bool is_floating(gjDataType_t dtype) {

@@ -10,7 +10,9 @@
 
 #include <nccl.h>
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "gj/collectives.h"
 
@@ -24,11 +26,54 @@ struct AllreducePlan {
 };
 
 // Throws gj::Error(gjInvalidArgument) for values outside the enums (api.cpp validates first).
+// Reducible dtypes only (0 .. gjNumReducibleDataTypes-1).
 ncclDataType_t to_nccl(gjDataType_t dtype);
 AllreducePlan plan_allreduce(gjDataType_t dtype, gjRedOp_t op, int nranks);
 
+// A reduction with Horovod's factors: every element x of the input becomes x * pre before the
+// collective (folded with gjAvg's 1/n on floats: one factor pre/n, computed in double, applied
+// once with the rounding of cuda::scale), the result * post after it (integers: after the
+// truncating division of gjAvg). {1, 1} is plan_allreduce exactly.
+struct ScaledPlan {
+  AllreducePlan reduce;  // prescale folded in: reduce.prescale != 0 -> one pre-scale kernel
+  double postscale = 0.0;  // != 0: recv *= postscale (device kernel) after reduce.postdivide
+};
+ScaledPlan plan_scaled(gjDataType_t dtype, gjRedOp_t op, int nranks, double pre, double post);
+
+// Data movement (broadcast, allgather): the NCCL type and element count that copy count
+// elements of dtype bit for bit. Every dtype: gjInt16 (no 16-bit NCCL integer) moves as
+// 2 * count ncclUint8, gjBool and gjByte as ncclUint8.
+struct Movement {
+  ncclDataType_t dtype;
+  std::size_t count;
+};
+Movement to_movement(gjDataType_t dtype, std::size_t count);
+// Bytes per element of any dtype (the header's gjDataTypeSize), 0 for an invalid one.
+std::size_t element_bytes(gjDataType_t dtype);
+
+// Per-rank counts (allgatherv, reduce-scatter): equal counts take NCCL's one-call collective
+// (ncclAllGather / ncclReduceScatter); otherwise one rooted call per rank with a non-zero count,
+// in one NCCL group (ncclBroadcast from each rank's slice / ncclReduce onto each rank).
+struct Slice {
+  int rank;
+  std::size_t offset;  // elements before this rank's slice
+  std::size_t count;
+};
+struct PerRankPlan {
+  bool equal = false;        // every count equal: one collective with `count` per rank
+  std::size_t count = 0;     // equal: the common count
+  std::size_t total = 0;     // sum of the counts
+  std::vector<Slice> slices; // !equal: the non-empty slices in rank order
+};
+PerRankPlan plan_per_rank(const std::size_t* counts, int nranks);
+
 bool is_floating(gjDataType_t dtype);
 const char* op_name(gjRedOp_t op);
+
+// A failed NCCL call aborts the communicator unless the failure is the call's own: an invalid
+// argument or usage that NCCL rejected before enqueuing anything, with the communicator's
+// asynchronous state still healthy. Then the call fails (gjNcclError) and the next may succeed.
+bool aborts_communicator(ncclResult_t call_result, ncclResult_t async_state);
 
 // An enqueued operation, kept as values so that the fast path builds no strings; describe()
 // names it in error messages: "ncclAllReduce(count=1024, dtype=bf16, op=avg)".

@@ -1,0 +1,101 @@
+// The watchdog (collectives/src/nccl/nccl_watchdog.h) on 2 ranks: rank 1 stalls its stream with
+// a kernel spinning on a host-mapped flag before its allreduce, so rank 0's allreduce can never
+// complete on the device. Neither rank calls gj again for 3 timeouts: the watchdog must abort
+// on its own (rank 0's stream then drains: NCCL's kernels end on abort), and the next call must
+// return gjTimeout naming the allreduce and GJ_COLL_TIMEOUT_MS, the one after gjInvalidUsage.
+// Exit codes: 0 pass, 1 wrong behaviour (printed), 77 skipped (fewer than 2 devices).
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "config.h"
+#include "device_buffer.h"
+#include "device_skip.h"
+#include "error.h"
+#include "nccl/nccl_backend.h"
+#include "stall_kernel.h"
+
+namespace {
+
+constexpr long kTimeoutMs = 2000;
+int g_rank = 0;
+int g_failures = 0;
+
+void expect(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "rank %d: FAIL %s\n", g_rank, what.c_str());
+    ++g_failures;
+  }
+}
+
+}  // namespace
+
+int main() {
+  if (gj::test::skip_without_devices(2, "gpu_nccl_watchdog")) return gj::test::kSkip;
+  MPI_Init(nullptr, nullptr);
+  int size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int devices = 1;
+  gj::test::cuda_ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  gj::test::cuda_ok(cudaSetDevice(g_rank % devices), "cudaSetDevice");
+  int* host_flag = nullptr;
+  int* dev_flag = nullptr;
+  gj::test::cuda_ok(cudaHostAlloc(reinterpret_cast<void**>(&host_flag), sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
+  *host_flag = 0;
+  gj::test::cuda_ok(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_flag), host_flag, 0), "cudaHostGetDevicePointer");
+  {
+    gj::Config config;
+    config.timeout_ms = kTimeoutMs;
+    auto be = gj::make_nccl_backend(MPI_COMM_WORLD, g_rank, config);
+    cudaStream_t s = nullptr;
+    gj::test::cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    gj::test::DeviceBuffer buf(1024 * sizeof(float));
+    be->allreduce(buf.get(), buf.get(), 1024, gjFloat32, gjSum, s);  // connections up
+    gj::test::cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize(warm-up)");
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    if (g_rank == 1) gj::test::cuda_ok(gj::test::launch_stall(dev_flag, s), "launch_stall");
+    be->allreduce(buf.get(), buf.get(), 1024, gjFloat32, gjSum, s);  // rank 0's never completes
+    std::this_thread::sleep_for(std::chrono::milliseconds(3 * kTimeoutMs));  // no gj call meanwhile
+
+    if (g_rank == 0) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const cudaError_t drained = cudaStreamSynchronize(s);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      expect(secs < 1.0, "rank 0's stream drained within 1 s of the abort (took " + std::to_string(secs) + " s, " +
+                             cudaGetErrorString(drained) + ")");
+    }
+    gjResult_t first = gjSuccess, second = gjSuccess;
+    std::string msg;
+    try {
+      be->allreduce(buf.get(), buf.get(), 16, gjFloat32, gjSum, s);
+    } catch (const gj::Error& e) {
+      first = e.code();
+      msg = e.what();
+    }
+    expect(first == gjTimeout && msg.find("ncclAllReduce") != std::string::npos &&
+               msg.find("GJ_COLL_TIMEOUT_MS=2000") != std::string::npos,
+           "the next call after the watchdog's abort: gjTimeout naming the allreduce, got " + std::to_string(first) +
+               ": " + msg);
+    try {
+      be->allreduce(buf.get(), buf.get(), 16, gjFloat32, gjSum, s);
+    } catch (const gj::Error& e) {
+      second = e.code();
+    }
+    expect(second == gjInvalidUsage, "the call after that: gjInvalidUsage, got " + std::to_string(second));
+    *host_flag = 1;  // rank 1's stall kernel ends
+    (void)cudaStreamSynchronize(s);
+    (void)cudaStreamDestroy(s);
+  }
+  (void)cudaFreeHost(host_flag);
+  int all = 0;
+  MPI_Allreduce(&g_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (g_rank == 0) std::printf("%s: gpu_nccl_watchdog, %d failures\n", all == 0 ? "PASS" : "FAIL", all);
+  MPI_Finalize();
+  return all == 0 ? 0 : 1;
+}

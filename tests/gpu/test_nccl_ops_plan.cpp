@@ -1,0 +1,143 @@
+// The planning of the operations beyond allreduce/broadcast: scaling, data movement of every
+// dtype, per-rank counts, which NCCL failures abort the communicator, owned-buffer growth.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "error.h"
+#include "nccl/nccl_buffer.h"
+#include "nccl/nccl_plan.h"
+#include "nccl/nccl_watchdog.h"
+
+using namespace gj::nccl;
+
+TEST_CASE("plan_scaled: {1,1} is plan_allreduce exactly") {
+  for (int d = 0; d < gjNumReducibleDataTypes; ++d) {
+    for (int o = 0; o < gjNumRedOps; ++o) {
+      for (int n : {1, 2, 3, 8}) {
+        const auto dt = static_cast<gjDataType_t>(d);
+        const auto op = static_cast<gjRedOp_t>(o);
+        const ScaledPlan s = plan_scaled(dt, op, n, 1.0, 1.0);
+        const AllreducePlan p = plan_allreduce(dt, op, n);
+        CHECK(s.reduce.op == p.op);
+        CHECK(s.reduce.prescale == p.prescale);
+        CHECK(s.reduce.postdivide == p.postdivide);
+        CHECK(s.postscale == 0.0);
+      }
+    }
+  }
+}
+
+TEST_CASE("plan_scaled: avg on floats folds prescale and 1/n into one factor") {
+  const ScaledPlan a = plan_scaled(gjFloat16, gjAvg, 4, 0.5, 1.0);
+  CHECK(a.reduce.op == ncclSum);  // not ncclAvg: the factor already divides
+  CHECK(a.reduce.prescale == 0.125);
+  CHECK(a.postscale == 0.0);
+  const ScaledPlan b = plan_scaled(gjFloat32, gjAvg, 3, 2.0, 10.0);
+  CHECK(b.reduce.op == ncclSum);
+  CHECK(b.reduce.prescale == 2.0 / 3);
+  CHECK(b.postscale == 10.0);
+  // postscale alone keeps avg's own plan (ncclAvg for a power of two).
+  const ScaledPlan c = plan_scaled(gjBfloat16, gjAvg, 2, 1.0, 3.0);
+  CHECK(c.reduce.op == ncclAvg);
+  CHECK(c.reduce.prescale == 0.0);
+  CHECK(c.postscale == 3.0);
+}
+
+TEST_CASE("plan_scaled: integers scale before the sum, divide (avg), then postscale") {
+  const ScaledPlan p = plan_scaled(gjInt32, gjAvg, 3, 2.0, 0.5);
+  CHECK(p.reduce.op == ncclSum);
+  CHECK(p.reduce.prescale == 2.0);
+  CHECK(p.reduce.postdivide == 3);
+  CHECK(p.postscale == 0.5);
+  const ScaledPlan q = plan_scaled(gjUint8, gjMax, 5, 3.0, 1.0);
+  CHECK(q.reduce.op == ncclMax);
+  CHECK(q.reduce.prescale == 3.0);
+  CHECK(q.postscale == 0.0);
+}
+
+TEST_CASE("to_movement: every dtype moves bit for bit") {
+  struct Row {
+    gjDataType_t dtype;
+    ncclDataType_t nccl;
+    std::size_t count;  // for 10 elements
+    std::size_t bytes;  // per element
+  };
+  const std::vector<Row> rows = {
+      {gjFloat32, ncclFloat32, 10, 4}, {gjFloat64, ncclFloat64, 10, 8}, {gjFloat16, ncclFloat16, 10, 2},
+      {gjBfloat16, ncclBfloat16, 10, 2}, {gjInt32, ncclInt32, 10, 4},   {gjInt64, ncclInt64, 10, 8},
+      {gjUint8, ncclUint8, 10, 1},     {gjInt8, ncclInt8, 10, 1},       {gjInt16, ncclUint8, 20, 2},
+      {gjBool, ncclUint8, 10, 1},      {gjByte, ncclUint8, 10, 1}};
+  REQUIRE(rows.size() == gjNumDataTypes);
+  for (const Row& r : rows) {
+    INFO("dtype=" << r.dtype);
+    const Movement m = to_movement(r.dtype, 10);
+    CHECK(m.dtype == r.nccl);
+    CHECK(m.count == r.count);
+    CHECK(element_bytes(r.dtype) == r.bytes);
+    // The bytes NCCL moves are the bytes of the elements.
+    CHECK(m.count * element_bytes(gjUint8) * (r.nccl == ncclUint8 || r.nccl == ncclInt8 ? 1 : r.bytes) ==
+          10 * r.bytes);
+  }
+  CHECK(element_bytes(gjNumDataTypes) == 0);
+  CHECK_THROWS_AS(to_movement(gjNumDataTypes, 1), gj::Error);
+}
+
+TEST_CASE("plan_per_rank: equal counts take the one-call collective") {
+  const std::size_t eq[] = {5, 5, 5};
+  const PerRankPlan p = plan_per_rank(eq, 3);
+  CHECK(p.equal);
+  CHECK(p.count == 5);
+  CHECK(p.total == 15);
+  CHECK(p.slices.empty());
+  const std::size_t zeros[] = {0, 0};
+  CHECK(plan_per_rank(zeros, 2).equal);
+  CHECK(plan_per_rank(zeros, 2).total == 0);
+}
+
+TEST_CASE("plan_per_rank: unequal counts list the non-empty slices with their offsets") {
+  const std::size_t counts[] = {3, 0, 7, 1};
+  const PerRankPlan p = plan_per_rank(counts, 4);
+  CHECK_FALSE(p.equal);
+  CHECK(p.total == 11);
+  REQUIRE(p.slices.size() == 3);
+  CHECK((p.slices[0].rank == 0 && p.slices[0].offset == 0 && p.slices[0].count == 3));
+  CHECK((p.slices[1].rank == 2 && p.slices[1].offset == 3 && p.slices[1].count == 7));
+  CHECK((p.slices[2].rank == 3 && p.slices[2].offset == 10 && p.slices[2].count == 1));
+  CHECK_THROWS_AS(plan_per_rank(counts, 0), gj::Error);
+}
+
+TEST_CASE("aborts_communicator: only a call's own rejection keeps the communicator") {
+  CHECK_FALSE(aborts_communicator(ncclInvalidArgument, ncclSuccess));
+  CHECK_FALSE(aborts_communicator(ncclInvalidUsage, ncclSuccess));
+  CHECK_FALSE(aborts_communicator(ncclInvalidArgument, ncclInProgress));
+  CHECK(aborts_communicator(ncclInvalidArgument, ncclRemoteError));  // the communicator is broken anyway
+  CHECK(aborts_communicator(ncclSystemError, ncclSuccess));
+  CHECK(aborts_communicator(ncclUnhandledCudaError, ncclSuccess));
+  CHECK(aborts_communicator(ncclRemoteError, ncclSuccess));
+  CHECK(aborts_communicator(ncclInternalError, ncclSuccess));
+}
+
+TEST_CASE("plan_buffer_use: never allocates during CUDA graph capture") {
+  CHECK(plan_buffer_use(0, false, 1, false) == BufferAction::Grow);
+  CHECK(plan_buffer_use(0, false, 1, true) == BufferAction::RefuseCapture);
+  CHECK(plan_buffer_use(64, true, 64, true) == BufferAction::Reuse);
+  CHECK(plan_buffer_use(64, true, 65, true) == BufferAction::RefuseCapture);
+  CHECK(plan_buffer_use(64, true, 65, false) == BufferAction::Grow);
+  CHECK(plan_buffer_use(64, true, 1, false) == BufferAction::Reuse);
+  CHECK(may_free_on_grow(false));
+  CHECK_FALSE(may_free_on_grow(true));  // instantiated graphs may still point into it
+}
+
+TEST_CASE("watchdog: judge and watch_period") {
+  CHECK(judge(ncclSuccess, -1, 1000) == Verdict::Healthy);
+  CHECK(judge(ncclInProgress, 500, 1000) == Verdict::Healthy);
+  CHECK(judge(ncclSuccess, 1001, 1000) == Verdict::TimedOut);
+  CHECK(judge(ncclSuccess, 1000000, 0) == Verdict::Healthy);  // GJ_COLL_TIMEOUT_MS=0: wait forever
+  CHECK(judge(ncclRemoteError, -1, 1000) == Verdict::AsyncError);
+  CHECK(judge(ncclSystemError, 5000, 1000) == Verdict::AsyncError);  // the cause, not its symptom
+  CHECK(watch_period(300000) == std::chrono::milliseconds(100));
+  CHECK(watch_period(3000) == std::chrono::milliseconds(60));
+  CHECK(watch_period(10) == std::chrono::milliseconds(2));
+  CHECK(watch_period(0) == std::chrono::milliseconds(100));
+}
