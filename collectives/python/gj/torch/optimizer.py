@@ -223,10 +223,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super(self.__class__, self).step(closure)
 
     def zero_grad(self, *args, **kwargs):
-        if self._inflight:
+        if self._inflight or any(self._counts):
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before "
                                  "optimizer.step() or optimizer.synchronize(); the gradients are being "
-                                 "reduced in place")
+                                 "reduced (in place) and every rank must finish the step")
         self._register_hooks()
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
