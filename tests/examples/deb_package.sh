@@ -43,7 +43,8 @@ for d in "$deb" "${dev[@]}"; do dpkg-deb -x "$d" "$work/root"; done
 contents=$(cd "$work/root" && find . \( -type f -o -type l \) | sort)
 for f in ./usr/bin/gj-mpirun ./usr/lib/libgj_collectives.so ./usr/lib/libgj_collectives.a \
          ./usr/include/gj/collectives.h ./usr/lib/cmake/gj/gjConfig.cmake \
-         ./usr/lib/pkgconfig/gj-collectives.pc ./usr/share/gj/python/gj_collectives.py; do
+         ./usr/lib/pkgconfig/gj-collectives.pc ./usr/lib/python3/dist-packages/gj/__init__.py \
+         ./usr/lib/python3/dist-packages/gj/torch/optimizer.py; do
   grep -qx -- "$f" <<<"$contents" || { echo "deb_package.sh: FAIL: $f not in the package" >&2; fail=1; }
 done
 out=$("$work/root/usr/bin/gj-mpirun" --version)
