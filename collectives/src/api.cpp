@@ -19,7 +19,9 @@
 #include "grouped.h"
 #include "mpi/mpi_check.h"
 #include "registry.h"
+#include "requests.h"
 #include "validate.h"
+#include "work.h"
 
 namespace {
 
@@ -91,16 +93,198 @@ bool buffers_on_device(const char* call, const void* const* buffers, const char*
   return device;
 }
 
-std::uint64_t fnv1a(const std::size_t* values, int n) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (int i = 0; i < n; ++i) {
-    std::uint64_t v = values[i];
-    for (int b = 0; b < 8; ++b) {
-      h = (h ^ (v & 0xff)) * 1099511628211ull;
-      v >>= 8;
-    }
+// The backend a call's buffers belong to, after checking every non-empty buffer is one kind.
+struct Target {
+  bool device;
+  gj::Backend* backend;
+};
+Target target_of(gjComm* c, const char* call, std::vector<const void*> buffers, std::vector<std::string> names) {
+  std::vector<const char*> n;
+  for (const std::string& s : names) n.push_back(s.c_str());
+  const bool device = buffers_on_device(call, buffers.data(), n.data(), static_cast<int>(buffers.size()));
+  return Target{device, &c->backend_for(device, call)};
+}
+
+// Runs w now (request == NULL) or as a request. Host work goes through the communicator's
+// queue; device work is enqueued on the caller's stream from this thread (stream order),
+// after every earlier host request, and its request completes with an event.
+void issue(gjComm* c, const Target& t, gj::Work w, gjRequest_t* request, void* stream) {
+  if (request == nullptr) return c->queue->run_blocking(w);
+  if (!t.device) {
+    *request = gj::requests::make_host(c, c->queue->submit(std::move(w)));
+    return;
   }
-  return h;
+  c->queue->run_blocking(w);
+  *request = gj::requests::make_device(c, *t.backend, t.backend->record_completion(stream));
+}
+
+void prepare_request(const char* call, gjRequest_t* request) {
+  gj::validate::out_pointer(call, "request", request);
+  *request = nullptr;
+}
+
+gj::Signature signature(gj::Kind kind, std::uint64_t count, gjDataType_t dtype) {
+  gj::Signature s;
+  s.kind = kind;
+  s.count = count;
+  s.dtype = static_cast<std::uint64_t>(dtype);
+  return s;
+}
+
+void allreduce(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, std::size_t count,
+               gjDataType_t dtype, gjRedOp_t op, gj::Scale scale, void* stream, gjRequest_t* request) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  gj::validate::op(call, gj::enum_bits(op));
+  gj::validate::reducible(call, dtype);
+  gj::validate::scale(call, scale.pre, scale.post);
+  gj::validate::bytes(call, "count", count, dtype);
+  gj::validate::buffer(call, "sendbuff", sendbuff, count);
+  gj::validate::buffer(call, "recvbuff", recvbuff, count);
+  const Target t = target_of(c, call, {sendbuff, recvbuff}, {"sendbuff", "recvbuff"});
+  gj::Work w;
+  w.call = call;
+  w.sig = signature(gj::Kind::AllReduce, count, dtype);
+  w.sig.op = static_cast<std::uint64_t>(op);
+  w.sig.scale = gj::hash_scale(scale.pre, scale.post);
+  w.check = c->config.check;
+  gj::Backend* b = t.backend;
+  w.body = [=] {
+    if (count > 0) b->allreduce_scaled(sendbuff, recvbuff, count, dtype, op, scale, stream);
+  };
+  if (!t.device && request != nullptr) {
+    w.fuse = gj::Work::Fusible{sendbuff, recvbuff, count, dtype, op, scale, c->fusion_threshold};
+  }
+  issue(c, t, std::move(w), request, stream);
+}
+
+void grouped(const char* call, gjComm* c, const void* const* sendbuffs, void* const* recvbuffs,
+             const std::size_t* counts, int ntensors, gjDataType_t dtype, gjRedOp_t op, gj::Scale scale,
+             void* stream, gjRequest_t* request) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  gj::validate::op(call, gj::enum_bits(op));
+  gj::validate::reducible(call, dtype);
+  gj::validate::scale(call, scale.pre, scale.post);
+  const std::size_t total = gj::validate::tensor_list(call, sendbuffs, recvbuffs, counts, ntensors, dtype);
+  std::vector<const void*> sends, buffers;
+  std::vector<void*> recvs;
+  std::vector<std::size_t> n;
+  std::vector<std::string> names;
+  for (int i = 0; i < ntensors; ++i) {
+    sends.push_back(sendbuffs[i]);
+    recvs.push_back(recvbuffs[i]);
+    n.push_back(counts[i]);
+    if (counts[i] == 0) continue;
+    buffers.push_back(sendbuffs[i]);
+    buffers.push_back(recvbuffs[i]);
+    names.push_back("sendbuffs[" + std::to_string(i) + "]");
+    names.push_back("recvbuffs[" + std::to_string(i) + "]");
+  }
+  const Target t = target_of(c, call, std::move(buffers), std::move(names));
+  gj::Work w;
+  w.call = call;
+  w.sig = signature(gj::Kind::GroupedAllReduce, total / gj::dtype_size(dtype), dtype);
+  w.sig.op = static_cast<std::uint64_t>(op);
+  w.sig.ntensors = static_cast<std::uint64_t>(ntensors);
+  w.sig.counts_hash = gj::hash_counts(counts, ntensors);
+  w.sig.scale = gj::hash_scale(scale.pre, scale.post);
+  w.check = true;  // always: a fused buffer of different length on one rank would reduce wrong data
+  gj::Backend* b = t.backend;
+  const std::size_t threshold = c->fusion_threshold;
+  w.body = [=, sends = std::move(sends), recvs = std::move(recvs), n = std::move(n)] {
+    if (total == 0) return;
+    gj::grouped_allreduce(*b, sends.data(), recvs.data(), n.data(), ntensors, dtype, op, scale, threshold, stream);
+  };
+  issue(c, t, std::move(w), request, stream);
+}
+
+void broadcast(const char* call, gjComm* c, void* buff, std::size_t count, gjDataType_t dtype, int root,
+               void* stream, gjRequest_t* request) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  gj::validate::bytes(call, "count", count, dtype);
+  gj::validate::buffer(call, "buff", buff, count);
+  gj::validate::root(call, root, c->size);
+  const Target t = target_of(c, call, {buff}, {"buff"});
+  gj::Work w;
+  w.call = call;
+  w.sig = signature(gj::Kind::Broadcast, count, dtype);
+  w.sig.root = static_cast<std::uint64_t>(root);
+  w.check = c->config.check;
+  gj::Backend* b = t.backend;
+  w.body = [=] {
+    if (count > 0) b->broadcast(buff, count, dtype, root, stream);
+  };
+  issue(c, t, std::move(w), request, stream);
+}
+
+void allgatherv(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, std::vector<std::size_t> counts,
+                gjDataType_t dtype, void* stream, gjRequest_t* request) {
+  const std::size_t total = gj::validate::rank_counts(call, "recvcounts", counts.data(), c->size, dtype);
+  const std::size_t mine = counts[static_cast<std::size_t>(c->rank)];
+  gj::validate::buffer(call, "sendbuff", sendbuff, mine);
+  gj::validate::buffer(call, "recvbuff", recvbuff, total);
+  const Target t = target_of(c, call, {mine > 0 ? sendbuff : nullptr, recvbuff}, {"sendbuff", "recvbuff"});
+  gj::Work w;
+  w.call = call;
+  w.sig = signature(gj::Kind::AllGather, total, dtype);
+  w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
+  w.check = c->config.check;
+  gj::Backend* b = t.backend;
+  w.body = [=, counts = std::move(counts)] {
+    if (total > 0) b->allgatherv(sendbuff, recvbuff, counts.data(), dtype, stream);
+  };
+  issue(c, t, std::move(w), request, stream);
+}
+
+void allgather(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, std::size_t sendcount,
+               gjDataType_t dtype, void* stream, gjRequest_t* request) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  gj::validate::bytes(call, "sendcount", sendcount, dtype);
+  allgatherv(call, c, sendbuff, recvbuff, std::vector<std::size_t>(static_cast<std::size_t>(c->size), sendcount),
+             dtype, stream, request);
+}
+
+void allgatherv_checked(const char* call, gjComm* c, const void* sendbuff, void* recvbuff,
+                        const std::size_t* recvcounts, gjDataType_t dtype, void* stream, gjRequest_t* request) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  gj::validate::rank_counts(call, "recvcounts", recvcounts, c->size, dtype);
+  allgatherv(call, c, sendbuff, recvbuff, std::vector<std::size_t>(recvcounts, recvcounts + c->size), dtype, stream,
+             request);
+}
+
+void reduce_scatter(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, const std::size_t* recvcounts,
+                    gjDataType_t dtype, gjRedOp_t op, gj::Scale scale, void* stream, gjRequest_t* request) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  gj::validate::op(call, gj::enum_bits(op));
+  gj::validate::reducible(call, dtype);
+  gj::validate::scale(call, scale.pre, scale.post);
+  const std::size_t total = gj::validate::rank_counts(call, "recvcounts", recvcounts, c->size, dtype);
+  std::vector<std::size_t> counts(recvcounts, recvcounts + c->size);
+  const std::size_t mine = counts[static_cast<std::size_t>(c->rank)];
+  gj::validate::buffer(call, "sendbuff", sendbuff, total);
+  gj::validate::buffer(call, "recvbuff", recvbuff, mine);
+  const Target t = target_of(c, call, {sendbuff, mine > 0 ? recvbuff : nullptr}, {"sendbuff", "recvbuff"});
+  gj::Work w;
+  w.call = call;
+  w.sig = signature(gj::Kind::ReduceScatter, total, dtype);
+  w.sig.op = static_cast<std::uint64_t>(op);
+  w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
+  w.sig.scale = gj::hash_scale(scale.pre, scale.post);
+  w.check = c->config.check;
+  gj::Backend* b = t.backend;
+  w.body = [=, counts = std::move(counts)] {
+    if (total > 0) b->reduce_scatter(sendbuff, recvbuff, counts.data(), dtype, op, scale, stream);
+  };
+  issue(c, t, std::move(w), request, stream);
+}
+
+void barrier(const char* call, gjComm* c, gjRequest_t* request) {
+  gj::Work w;
+  w.call = call;
+  w.sig.kind = gj::Kind::Barrier;
+  w.check = c->config.check;
+  const MPI_Comm mpi = c->mpi;
+  w.body = [=] { gj::mpi_check(MPI_Barrier(mpi), std::string(call) + ": MPI_Barrier"); };
+  issue(c, Target{false, c->host.get()}, std::move(w), request, nullptr);
 }
 
 template <class T>
@@ -147,8 +331,9 @@ gjResult_t gjCommInitWorld(gjComm_t* comm) {
     MPI_Initialized(&initialized);
     if (!initialized) {
       int provided = 0;
-      gj::mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided),
-                    "MPI_Init_thread(MPI_THREAD_FUNNELED)");
+      // MPI_THREAD_MULTIPLE: nonblocking host operations run on a progress thread.
+      gj::mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided),
+                    "MPI_Init_thread(MPI_THREAD_MULTIPLE)");
       g_we_initialized_mpi = true;
     }
     auto c = gj::create_comm(MPI_COMM_WORLD);
@@ -185,6 +370,8 @@ gjResult_t gjCommDestroy(gjComm_t comm) {
   return guarded(call, comm, [&] {
     std::unique_ptr<gjComm> owned(live(call, comm));
     gj::registry::remove(comm);
+    owned->queue.reset();  // every queued request runs first
+    gj::requests::settle(comm, true);
     gj::destroy_comm(std::move(owned));
   });
 }
@@ -194,6 +381,8 @@ gjResult_t gjCommAbort(gjComm_t comm) {
   return guarded(call, comm, [&] {
     std::unique_ptr<gjComm> owned(live(call, comm));
     gj::registry::remove(comm);
+    if (owned->queue) owned->queue->abort();
+    gj::requests::settle(comm, false);
     gj::abort_comm(std::move(owned));
   });
 }
@@ -239,39 +428,40 @@ gjResult_t gjAllReduce(const void* sendbuff, void* recvbuff, size_t count, gjDat
                        gjRedOp_t op, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjAllReduce";
   return guarded(call, comm, [&] {
-    gjComm* c = live(call, comm);
-    gj::validate::dtype(call, gj::enum_bits(dtype));
-    gj::validate::op(call, gj::enum_bits(op));
-    gj::validate::bytes(call, "count", count, dtype);
-    gj::validate::buffer(call, "sendbuff", sendbuff, count);
-    gj::validate::buffer(call, "recvbuff", recvbuff, count);
-    if (c->config.check) {
-      gj::require_same_on_all_ranks(c->mpi, call, {{"count", count}, {"dtype", dtype}, {"op", op}});
-    }
-    if (count == 0) return;
-    const void* buffers[] = {sendbuff, recvbuff};
-    const char* names[] = {"sendbuff", "recvbuff"};
-    c->backend_for(buffers_on_device(call, buffers, names, 2), call)
-        .allreduce(sendbuff, recvbuff, count, dtype, op, stream);
+    allreduce(call, live(call, comm), sendbuff, recvbuff, count, dtype, op, gj::Scale{}, stream, nullptr);
+  });
+}
+
+gjResult_t gjAllReduceScaled(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype,
+                             gjRedOp_t op, double prescale, double postscale, gjComm_t comm, void* stream) {
+  static constexpr const char* call = "gjAllReduceScaled";
+  return guarded(call, comm, [&] {
+    allreduce(call, live(call, comm), sendbuff, recvbuff, count, dtype, op, gj::Scale{prescale, postscale}, stream,
+              nullptr);
+  });
+}
+
+gjResult_t gjIallReduce(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype, gjRedOp_t op,
+                        double prescale, double postscale, gjComm_t comm, void* stream, gjRequest_t* request) {
+  static constexpr const char* call = "gjIallReduce";
+  return guarded(call, comm, [&] {
+    prepare_request(call, request);
+    allreduce(call, live(call, comm), sendbuff, recvbuff, count, dtype, op, gj::Scale{prescale, postscale}, stream,
+              request);
   });
 }
 
 gjResult_t gjBroadcast(void* buff, size_t count, gjDataType_t dtype, int root, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjBroadcast";
+  return guarded(call, comm, [&] { broadcast(call, live(call, comm), buff, count, dtype, root, stream, nullptr); });
+}
+
+gjResult_t gjIbroadcast(void* buff, size_t count, gjDataType_t dtype, int root, gjComm_t comm, void* stream,
+                        gjRequest_t* request) {
+  static constexpr const char* call = "gjIbroadcast";
   return guarded(call, comm, [&] {
-    gjComm* c = live(call, comm);
-    gj::validate::dtype(call, gj::enum_bits(dtype));
-    gj::validate::bytes(call, "count", count, dtype);
-    gj::validate::buffer(call, "buff", buff, count);
-    gj::validate::root(call, root, c->size);
-    if (c->config.check) {
-      gj::require_same_on_all_ranks(
-          c->mpi, call, {{"count", count}, {"dtype", dtype}, {"root", static_cast<std::uint64_t>(root)}});
-    }
-    if (count == 0) return;
-    const void* buffers[] = {buff};
-    const char* names[] = {"buff"};
-    c->backend_for(buffers_on_device(call, buffers, names, 1), call).broadcast(buff, count, dtype, root, stream);
+    prepare_request(call, request);
+    broadcast(call, live(call, comm), buff, count, dtype, root, stream, request);
   });
 }
 
@@ -279,33 +469,175 @@ gjResult_t gjGroupedAllReduce(const void* const* sendbuffs, void* const* recvbuf
                               int ntensors, gjDataType_t dtype, gjRedOp_t op, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjGroupedAllReduce";
   return guarded(call, comm, [&] {
-    gjComm* c = live(call, comm);
-    gj::validate::dtype(call, gj::enum_bits(dtype));
-    gj::validate::op(call, gj::enum_bits(op));
-    const std::size_t total = gj::validate::tensor_list(call, sendbuffs, recvbuffs, counts, ntensors, dtype);
-    // Always checked: a fused buffer of different length on one rank would reduce wrong data.
-    gj::require_same_on_all_ranks(c->mpi, call,
-                                  {{"ntensors", static_cast<std::uint64_t>(ntensors)},
-                                   {"total bytes", total},
-                                   {"counts[] (hash)", fnv1a(counts, ntensors)},
-                                   {"dtype", dtype},
-                                   {"op", op}});
-    if (total == 0) return;
-    std::vector<const void*> buffers;
-    std::vector<std::string> name_text;
-    for (int i = 0; i < ntensors; ++i) {
-      if (counts[i] == 0) continue;
-      buffers.push_back(sendbuffs[i]);
-      buffers.push_back(recvbuffs[i]);
-      name_text.push_back("sendbuffs[" + std::to_string(i) + "]");
-      name_text.push_back("recvbuffs[" + std::to_string(i) + "]");
-    }
-    std::vector<const char*> names;
-    for (const std::string& n : name_text) names.push_back(n.c_str());
-    const bool device = buffers_on_device(call, buffers.data(), names.data(), static_cast<int>(buffers.size()));
-    gj::grouped_allreduce(c->backend_for(device, call), sendbuffs, recvbuffs, counts, ntensors, dtype, op,
-                          c->fusion_threshold, stream);
+    grouped(call, live(call, comm), sendbuffs, recvbuffs, counts, ntensors, dtype, op, gj::Scale{}, stream, nullptr);
   });
+}
+
+gjResult_t gjGroupedAllReduceScaled(const void* const* sendbuffs, void* const* recvbuffs, const size_t* counts,
+                                    int ntensors, gjDataType_t dtype, gjRedOp_t op, double prescale,
+                                    double postscale, gjComm_t comm, void* stream) {
+  static constexpr const char* call = "gjGroupedAllReduceScaled";
+  return guarded(call, comm, [&] {
+    grouped(call, live(call, comm), sendbuffs, recvbuffs, counts, ntensors, dtype, op,
+            gj::Scale{prescale, postscale}, stream, nullptr);
+  });
+}
+
+gjResult_t gjIgroupedAllReduce(const void* const* sendbuffs, void* const* recvbuffs, const size_t* counts,
+                               int ntensors, gjDataType_t dtype, gjRedOp_t op, double prescale, double postscale,
+                               gjComm_t comm, void* stream, gjRequest_t* request) {
+  static constexpr const char* call = "gjIgroupedAllReduce";
+  return guarded(call, comm, [&] {
+    prepare_request(call, request);
+    grouped(call, live(call, comm), sendbuffs, recvbuffs, counts, ntensors, dtype, op,
+            gj::Scale{prescale, postscale}, stream, request);
+  });
+}
+
+gjResult_t gjAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, gjDataType_t dtype, gjComm_t comm,
+                       void* stream) {
+  static constexpr const char* call = "gjAllGather";
+  return guarded(call, comm, [&] {
+    allgather(call, live(call, comm), sendbuff, recvbuff, sendcount, dtype, stream, nullptr);
+  });
+}
+
+gjResult_t gjIallGather(const void* sendbuff, void* recvbuff, size_t sendcount, gjDataType_t dtype, gjComm_t comm,
+                        void* stream, gjRequest_t* request) {
+  static constexpr const char* call = "gjIallGather";
+  return guarded(call, comm, [&] {
+    prepare_request(call, request);
+    allgather(call, live(call, comm), sendbuff, recvbuff, sendcount, dtype, stream, request);
+  });
+}
+
+gjResult_t gjAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts, gjDataType_t dtype,
+                        gjComm_t comm, void* stream) {
+  static constexpr const char* call = "gjAllGatherV";
+  return guarded(call, comm, [&] {
+    allgatherv_checked(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, stream, nullptr);
+  });
+}
+
+gjResult_t gjIallGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts, gjDataType_t dtype,
+                         gjComm_t comm, void* stream, gjRequest_t* request) {
+  static constexpr const char* call = "gjIallGatherV";
+  return guarded(call, comm, [&] {
+    prepare_request(call, request);
+    allgatherv_checked(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, stream, request);
+  });
+}
+
+gjResult_t gjReduceScatter(const void* sendbuff, void* recvbuff, const size_t* recvcounts, gjDataType_t dtype,
+                           gjRedOp_t op, double prescale, double postscale, gjComm_t comm, void* stream) {
+  static constexpr const char* call = "gjReduceScatter";
+  return guarded(call, comm, [&] {
+    reduce_scatter(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, op, gj::Scale{prescale, postscale},
+                   stream, nullptr);
+  });
+}
+
+gjResult_t gjIreduceScatter(const void* sendbuff, void* recvbuff, const size_t* recvcounts, gjDataType_t dtype,
+                            gjRedOp_t op, double prescale, double postscale, gjComm_t comm, void* stream,
+                            gjRequest_t* request) {
+  static constexpr const char* call = "gjIreduceScatter";
+  return guarded(call, comm, [&] {
+    prepare_request(call, request);
+    reduce_scatter(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, op, gj::Scale{prescale, postscale},
+                   stream, request);
+  });
+}
+
+gjResult_t gjBarrier(gjComm_t comm) {
+  static constexpr const char* call = "gjBarrier";
+  return guarded(call, comm, [&] { barrier(call, live(call, comm), nullptr); });
+}
+
+gjResult_t gjIbarrier(gjComm_t comm, gjRequest_t* request) {
+  static constexpr const char* call = "gjIbarrier";
+  return guarded(call, comm, [&] {
+    prepare_request(call, request);
+    barrier(call, live(call, comm), request);
+  });
+}
+
+gjResult_t gjTest(gjRequest_t request, int* done) {
+  static constexpr const char* call = "gjTest";
+  gjComm_t comm = nullptr;
+  return guarded(call, nullptr, [&] {
+    gj::validate::out_pointer(call, "done", done);
+    *done = 0;
+    comm = gj::requests::comm_of(call, request);
+    gjResult_t code = gjSuccess;
+    std::string message;
+    if (!gj::requests::test(call, request, &code, &message)) return;
+    *done = 1;
+    if (code != gjSuccess) {
+      if (comm != nullptr && gj::registry::is_live(comm)) comm->last_error = std::string(call) + ": " + message;
+      throw Error(code, message);
+    }
+  });
+}
+
+gjResult_t gjWait(gjRequest_t request) {
+  static constexpr const char* call = "gjWait";
+  return guarded(call, nullptr, [&] {
+    gjComm_t comm = gj::requests::comm_of(call, request);
+    std::string message;
+    const gjResult_t code = gj::requests::wait(call, request, &message);
+    if (code != gjSuccess) {
+      if (comm != nullptr && gj::registry::is_live(comm)) comm->last_error = std::string(call) + ": " + message;
+      throw Error(code, message);
+    }
+  });
+}
+
+gjResult_t gjCommSplit(gjComm_t comm, int color, int key, gjComm_t* newcomm) {
+  static constexpr const char* call = "gjCommSplit";
+  return guarded(call, comm, [&] {
+    gjComm* c = live(call, comm);
+    gj::validate::out_pointer(call, "newcomm", newcomm);
+    *newcomm = nullptr;
+    gj::Work w;
+    w.call = call;
+    w.sig.kind = gj::Kind::Split;
+    w.check = c->config.check;
+    std::unique_ptr<gjComm> made;
+    w.body = [&] {
+      MPI_Comm split = MPI_COMM_NULL;
+      gj::mpi_check(MPI_Comm_split(c->mpi, color < 0 ? MPI_UNDEFINED : color, key, &split),
+                    std::string(call) + ": MPI_Comm_split(color=" + std::to_string(color) + ")");
+      if (split == MPI_COMM_NULL) return;
+      try {
+        made = gj::create_comm(split, &c->config);
+      } catch (...) {
+        MPI_Comm_free(&split);
+        throw;
+      }
+      MPI_Comm_free(&split);
+    };
+    c->queue->run_blocking(w);
+    if (!made) return;
+    made->fusion_threshold = c->fusion_threshold;
+    gj::registry::add(made.get());
+    *newcomm = made.release();
+  });
+}
+
+gjResult_t gjCommSetCheck(gjComm_t comm, int enabled) {
+  static constexpr const char* call = "gjCommSetCheck";
+  return guarded(call, comm, [&] { live(call, comm)->config.check = enabled != 0; });
+}
+
+int gjBuildCapabilities(void) {
+  int caps = 0;
+#ifdef GJ_HAVE_CUDA
+  caps |= gjCapCuda;
+#endif
+#ifdef GJ_HAVE_NCCL
+  caps |= gjCapNccl;
+#endif
+  return caps;
 }
 
 size_t gjDataTypeSize(gjDataType_t dtype) { return gj::valid_dtype(gj::enum_bits(dtype)) ? gj::dtype_size(dtype) : 0; }

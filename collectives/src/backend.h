@@ -36,12 +36,12 @@ class Backend {
   virtual void unpack(void* const* dsts, const void* src, const std::size_t* bytes, int n,
                       void* stream) = 0;
 
-  // Added by the collectives API work: a backend whose per-call cost is so low that packing
+  // A backend whose per-call cost is so low that packing
   // costs more than fusion saves (the shared-memory path) reduces the tensors one by one here,
   // with the same bits as allreduce() per tensor, and returns true. false = fuse instead.
   virtual bool allreduce_unfused(const void* const* /*sends*/, void* const* /*recvs*/,
                                  const std::size_t* /*counts*/, int /*n*/, gjDataType_t /*dtype*/,
-                                 gjRedOp_t /*op*/, void* /*stream*/) {
+                                 gjRedOp_t /*op*/, Scale /*scale*/, void* /*stream*/) {
     return false;
   }
 
@@ -61,6 +61,22 @@ class Backend {
                               gjDataType_t /*dtype*/, gjRedOp_t /*op*/, Scale /*scale*/, void* /*stream*/) {
     unsupported("reduce-scatter");
   }
+
+  // Nonblocking device calls: right after a call's work was enqueued on `stream`, a handle
+  // that completes when that work has (e.g. a CUDA event recorded on the stream). Host
+  // backends finish their work before returning: nullptr, complete at once. A device backend
+  // that cannot record completions throws gjUnsupported (the default).
+  virtual void* record_completion(void* /*stream*/) {
+    if (kind() == gjBackendNccl) unsupported("nonblocking device operations (completion events)");
+    return nullptr;
+  }
+  // true once the work behind handle is complete (never blocks); throws the work's
+  // asynchronous error (gj::Error) if it failed.
+  virtual bool completion_done(void* /*handle*/) { return true; }
+  // Blocks until the work behind handle is complete; throws as completion_done.
+  virtual void completion_wait(void* /*handle*/) {}
+  // Frees a handle from record_completion (after done/wait, or to abandon it).
+  virtual void completion_release(void* /*handle*/) noexcept {}
 
   // Error path: stop without waiting for peers. Further calls throw gjInvalidUsage.
   virtual void abort() noexcept = 0;

@@ -109,14 +109,17 @@ void set_up(gjComm& c) {
 
 }  // namespace
 
-std::unique_ptr<gjComm> create_comm(MPI_Comm parent) {
+std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
   auto c = std::make_unique<gjComm>();
   // The environment is per rank; a bad GJ_COLL_* value anywhere fails every rank.
-  c->config = on_all_ranks_or_none(parent, "GJ_COLL_* settings", [] { return parse_config(snapshot_coll_env()); });
+  if (inherit != nullptr) c->config = *inherit;
+  else c->config = on_all_ranks_or_none(parent, "GJ_COLL_* settings", [] { return parse_config(snapshot_coll_env()); });
   c->fusion_threshold = c->config.fusion_bytes;
   mpi_check(MPI_Comm_dup(parent, &c->mpi), "MPI_Comm_dup");
   try {
     set_up(*c);
+    mpi_check(MPI_Query_thread(&c->thread_level), "MPI_Query_thread");
+    c->queue = std::make_unique<HostQueue>(c->mpi, *c->host, c->thread_level);
   } catch (...) {
     c->device.reset();
     c->host.reset();
@@ -127,6 +130,7 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent) {
 }
 
 void destroy_comm(std::unique_ptr<gjComm> c) {
+  c->queue.reset();  // every queued request runs first
   c->device.reset();
   c->host.reset();
   mpi_check(MPI_Comm_free(&c->mpi), "MPI_Comm_free");
@@ -135,6 +139,8 @@ void destroy_comm(std::unique_ptr<gjComm> c) {
 void abort_comm(std::unique_ptr<gjComm> c) noexcept {
   if (c->device) c->device->abort();
   if (c->host) c->host->abort();
+  if (c->queue) c->queue->abort();  // queued requests fail; a running one is waited for
+  c->queue.reset();
   c->device.reset();
   c->host.reset();
   // c->mpi is deliberately leaked; see comm.h.

@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "backend_choice.h"
 #include "config.h"
+#include "queue.h"
 
 struct gjComm {
   MPI_Comm mpi = MPI_COMM_NULL;  // our duplicate, MPI_ERRORS_RETURN
@@ -22,6 +23,10 @@ struct gjComm {
   gj::BackendPlan plan;
   std::unique_ptr<gj::Backend> host;    // MPI (+ shared memory)
   std::unique_ptr<gj::Backend> device;  // NCCL, or null (plan.no_nccl_reason says why)
+  int thread_level = MPI_THREAD_SINGLE;  // what MPI provides (MPI_Query_thread)
+  // Every collective on `mpi` goes through here, host or device, in call order. Declared
+  // after the backends: destroyed (drained, thread joined) before them.
+  std::unique_ptr<gj::HostQueue> queue;
   std::string last_error;
 
   // The backend for a call's buffers; throws gjUnsupported for device buffers without NCCL.
@@ -30,9 +35,10 @@ struct gjComm {
 
 namespace gj {
 
-// Collective over parent (duplicated): reads the environment, agrees on the backends with
-// all ranks, sets them up. Throws gj::Error.
-std::unique_ptr<gjComm> create_comm(MPI_Comm parent);
+// Collective over parent (duplicated): reads the environment (or takes `inherit`, a parent
+// communicator's settings, for gjCommSplit), agrees on the backends with all ranks, sets
+// them up. Throws gj::Error.
+std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit = nullptr);
 
 // Collective: frees backends and the MPI communicator.
 void destroy_comm(std::unique_ptr<gjComm> comm);

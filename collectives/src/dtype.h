@@ -20,6 +20,10 @@ int enum_bits(const Enum& e) {
 
 constexpr bool valid_dtype(int d) { return d >= 0 && d < gjNumDataTypes; }
 constexpr bool valid_op(int o) { return o >= 0 && o < gjNumRedOps; }
+// Dtypes the reductions know (0 .. gjNumReducibleDataTypes-1); the others only move.
+constexpr bool is_reducible(gjDataType_t d) {
+  return static_cast<int>(d) >= 0 && static_cast<int>(d) < gjNumReducibleDataTypes;
+}
 constexpr bool is_floating(gjDataType_t d) {
   return d == gjFloat32 || d == gjFloat64 || d == gjFloat16 || d == gjBfloat16;
 }
@@ -30,7 +34,8 @@ constexpr std::size_t dtype_size(gjDataType_t d) {
     case gjFloat32: case gjInt32: return 4;
     case gjFloat64: case gjInt64: return 8;
     case gjFloat16: case gjBfloat16: return 2;
-    case gjUint8: return 1;
+    case gjUint8: case gjInt8: case gjBool: case gjByte: return 1;
+    case gjInt16: return 2;
     default: return 0;
   }
 }
@@ -44,6 +49,10 @@ constexpr const char* dtype_name(gjDataType_t d) {
     case gjInt32: return "i32";
     case gjInt64: return "i64";
     case gjUint8: return "u8";
+    case gjInt8: return "i8";
+    case gjInt16: return "i16";
+    case gjBool: return "bool";
+    case gjByte: return "byte";
     default: return "invalid";
   }
 }

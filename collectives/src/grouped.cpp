@@ -44,9 +44,9 @@ std::vector<FusionGroup> plan_fusion(const std::size_t* bytes, int ntensors, std
 }
 
 void grouped_allreduce(Backend& backend, const void* const* sendbuffs, void* const* recvbuffs,
-                       const std::size_t* counts, int ntensors, gjDataType_t dtype, gjRedOp_t op,
+                       const std::size_t* counts, int ntensors, gjDataType_t dtype, gjRedOp_t op, Scale scale,
                        std::size_t threshold, void* stream) {
-  if (backend.allreduce_unfused(sendbuffs, recvbuffs, counts, ntensors, dtype, op, stream)) return;
+  if (backend.allreduce_unfused(sendbuffs, recvbuffs, counts, ntensors, dtype, op, scale, stream)) return;
   const std::size_t elem = dtype_size(dtype);
   std::vector<std::size_t> bytes(static_cast<std::size_t>(ntensors));
   for (int i = 0; i < ntensors; ++i) bytes[static_cast<std::size_t>(i)] = counts[i] * elem;
@@ -62,11 +62,11 @@ void grouped_allreduce(Backend& backend, const void* const* sendbuffs, void* con
     if (g.bytes == 0) continue;
     const int only = sole_nonempty(bytes, g);
     if (only >= 0) {  // nothing to fuse: reduce the tensor where it is
-      backend.allreduce(sendbuffs[only], recvbuffs[only], counts[only], dtype, op, stream);
+      backend.allreduce_scaled(sendbuffs[only], recvbuffs[only], counts[only], dtype, op, scale, stream);
       continue;
     }
     backend.pack(fusion, sendbuffs + g.first, bytes.data() + g.first, g.n, stream);
-    backend.allreduce(fusion, fusion, g.bytes / elem, dtype, op, stream);
+    backend.allreduce_scaled(fusion, fusion, g.bytes / elem, dtype, op, scale, stream);
     backend.unpack(recvbuffs + g.first, fusion, bytes.data() + g.first, g.n, stream);
   }
 }

@@ -23,10 +23,10 @@ struct FusionGroup {
 // Empty tensors are inside a group only when they follow a non-empty one in it.
 std::vector<FusionGroup> plan_fusion(const std::size_t* bytes, int ntensors, std::size_t threshold);
 
-// Arguments already validated. One backend.allreduce per group holding bytes, unless the
+// Arguments already validated. One backend.allreduce_scaled per group holding bytes, unless the
 // backend reduces the tensors unfused (Backend::allreduce_unfused).
 void grouped_allreduce(Backend& backend, const void* const* sendbuffs, void* const* recvbuffs,
-                       const std::size_t* counts, int ntensors, gjDataType_t dtype, gjRedOp_t op,
+                       const std::size_t* counts, int ntensors, gjDataType_t dtype, gjRedOp_t op, Scale scale,
                        std::size_t threshold, void* stream);
 
 }  // namespace gj

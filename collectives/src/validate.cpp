@@ -1,5 +1,6 @@
 #include "validate.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -27,6 +28,36 @@ void op(const char* call, int o) {
     invalid(call, "op=" + std::to_string(o) + " is not a gjRedOp_t (0.." +
                       std::to_string(gjNumRedOps - 1) + ")");
   }
+}
+
+void reducible(const char* call, gjDataType_t d) {
+  if (is_reducible(d)) return;
+  throw Error(gjUnsupported, std::string(call) + ": dtype=" + dtype_name(d) +
+                                 " is for data movement only (broadcast, allgather); reductions take "
+                                 "f32, f64, f16, bf16, i32, i64 or u8");
+}
+
+void scale(const char* call, double prescale, double postscale) {
+  if (!std::isfinite(prescale)) invalid(call, "prescale=" + std::to_string(prescale) + " is not finite");
+  if (!std::isfinite(postscale)) invalid(call, "postscale=" + std::to_string(postscale) + " is not finite");
+}
+
+std::size_t rank_counts(const char* call, const char* name, const std::size_t* counts, int size,
+                        gjDataType_t d) {
+  if (counts == nullptr) {
+    invalid(call, std::string(name) + "=NULL; pass one count per rank (" + std::to_string(size) + " entries)");
+  }
+  std::size_t total = 0;
+  for (int r = 0; r < size; ++r) {
+    const std::string at = std::string(name) + "[" + std::to_string(r) + "]";
+    bytes(call, at.c_str(), counts[r], d);
+    if (counts[r] > static_cast<std::size_t>(PTRDIFF_MAX) / dtype_size(d) - total) {
+      invalid(call, "the " + std::to_string(size) + " entries of " + name +
+                        " together exceed PTRDIFF_MAX bytes (at " + at + ")");
+    }
+    total += counts[r];
+  }
+  return total;
 }
 
 std::size_t bytes(const char* call, const char* count_name, std::size_t count, gjDataType_t d) {

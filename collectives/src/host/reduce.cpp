@@ -5,7 +5,9 @@
 #include "host/reduce.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "error.h"
@@ -132,13 +134,24 @@ inline void reduce_half(std::uint16_t* acc, const std::uint16_t* in, std::size_t
 }
 
 template <class H>
-inline void scale_half(std::uint16_t* __restrict out, const std::uint16_t* __restrict in, std::size_t n, float s) {
+inline void scale_half(std::uint16_t* out, const std::uint16_t* in, std::size_t n, float s) {
   for (std::size_t i = 0; i < n; ++i) out[i] = H::narrow(H::widen(in[i]) * s);
 }
 
 template <class T>
-inline void scale_plain(T* __restrict out, const T* __restrict in, std::size_t n, T s) {
+inline void scale_plain(T* out, const T* in, std::size_t n, T s) {
   for (std::size_t i = 0; i < n; ++i) out[i] = in[i] * s;
+}
+
+// trunc(in[i] * s) in f64, saturated to T's range (an out-of-range conversion would be UB).
+template <class T>
+void scale_int(T* out, const T* in, std::size_t n, double s) {
+  constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
+  constexpr double hi = static_cast<double>(std::numeric_limits<T>::max());
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = std::trunc(static_cast<double>(in[i]) * s);
+    out[i] = v <= lo ? std::numeric_limits<T>::min() : v >= hi ? std::numeric_limits<T>::max() : static_cast<T>(v);
+  }
 }
 
 template <class T, class D>
@@ -385,7 +398,10 @@ void scale(void* out, const void* in, std::size_t count, gjDataType_t dtype, dou
       else scale_bf16(o, i, count, f);
       return;
     }
-    default: bad_dtype("scale (floating types only)", dtype);
+    case gjInt32: scale_int(static_cast<std::int32_t*>(out), static_cast<const std::int32_t*>(in), count, s); return;
+    case gjInt64: scale_int(static_cast<std::int64_t*>(out), static_cast<const std::int64_t*>(in), count, s); return;
+    case gjUint8: scale_int(static_cast<std::uint8_t*>(out), static_cast<const std::uint8_t*>(in), count, s); return;
+    default: bad_dtype("scale", dtype);
   }
 }
 

@@ -15,7 +15,9 @@ namespace gj::host {
 // Throws gj::Error(gjInvalidArgument) for an invalid dtype or op.
 void reduce_into(void* acc, const void* in, std::size_t count, gjDataType_t dtype, gjRedOp_t op);
 
-// out[i] = in[i] * scale (floating types only; f16/bf16 via f32 with round-to-nearest-even).
+// out[i] = in[i] * scale; out == in is allowed. f32, and f16/bf16 via f32 (round to nearest
+// even), multiply by the factor rounded to f32; f64 in f64; integers in f64, truncated toward
+// zero and saturated to the type's range (the scaling factors' rule, gjAllReduceScaled).
 void scale(void* out, const void* in, std::size_t count, gjDataType_t dtype, double scale);
 
 // Added by the performance work (see docs/benchmarks.md):

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <string>
+#include <vector>
 
 #include "dtype.h"
 #include "error.h"
@@ -20,27 +21,37 @@ std::string describe(const char* what, std::size_t count, gjDataType_t dtype) {
   return std::string(what) + "(count=" + std::to_string(count) + ", dtype=" + dtype_name(dtype) + ")";
 }
 
+// The factor each contribution is multiplied by before the reduction: prescale, with float
+// avg's 1/size folded in (divide-then-sum). The shared-memory engine applies the same rule.
+double input_factor(gjDataType_t dtype, gjRedOp_t op, Scale scale, int size) {
+  return op == gjAvg && is_floating(dtype) ? scale.pre / size : scale.pre;
+}
+
 class MpiBackend final : public Backend {
  public:
   MpiBackend(MPI_Comm comm, std::unique_ptr<shm::ShmAllreduce> shm) : comm_(comm), shm_(std::move(shm)) {
     mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   }
 
   gjBackend_t kind() const override { return gjBackendMpi; }
 
   void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
-                 void* /*stream*/) override {
+                 void* stream) override {
+    allreduce_scaled(send, recv, count, dtype, op, Scale{}, stream);
+  }
+
+  void allreduce_scaled(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
+                        Scale scale, void* /*stream*/) override {
     require_live();
     if (count == 0) return;
     if (shm_ && shm_->preferred(count * dtype_size(dtype))) {
-      shm_->allreduce(send, recv, count, dtype, op);
+      shm_->allreduce(send, recv, count, dtype, op, scale.pre, scale.post);
       return;
     }
-    // gjAvg as the header defines it: floating contributions are divided before the sum,
-    // the exact integer sum is divided after it.
-    const bool prescale = op == gjAvg && is_floating(dtype);
-    if (prescale) {
-      host::scale(recv, send, count, dtype, 1.0 / size_);
+    const double in = input_factor(dtype, op, scale, size_);
+    if (in != 1.0) {
+      host::scale(recv, send, count, dtype, in);
       send = recv;
     }
     const std::size_t elem = dtype_size(dtype);
@@ -49,11 +60,11 @@ class MpiBackend final : public Backend {
     for (std::size_t off = 0; off < count; off += kMaxMpiCount) {
       const std::size_t n = std::min(kMaxMpiCount, count - off);
       char* out = static_cast<char*>(recv) + off * elem;
-      const void* in = send == recv ? MPI_IN_PLACE : static_cast<const char*>(send) + off * elem;
-      mpi_check(MPI_Allreduce(in, out, static_cast<int>(n), type, mpi_op, comm_),
+      const void* inbuf = send == recv ? MPI_IN_PLACE : static_cast<const char*>(send) + off * elem;
+      mpi_check(MPI_Allreduce(inbuf, out, static_cast<int>(n), type, mpi_op, comm_),
                 describe("MPI_Allreduce", n, dtype) + " op=" + op_name(op));
     }
-    if (op == gjAvg && !prescale) host::divide(recv, count, dtype, size_);
+    finish(recv, count, dtype, op, scale);
   }
 
   void broadcast(void* buf, std::size_t count, gjDataType_t dtype, int root, void* /*stream*/) override {
@@ -64,6 +75,103 @@ class MpiBackend final : public Backend {
       mpi_check(MPI_Bcast(static_cast<char*>(buf) + off, static_cast<int>(n), MPI_BYTE, root, comm_),
                 describe("MPI_Bcast", count, dtype) + " root=" + std::to_string(root));
     }
+  }
+
+  // Byte-wise: every dtype moves alike. In place when send is this rank's block of recv.
+  void allgatherv(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype,
+                  void* /*stream*/) override {
+    require_live();
+    const std::size_t es = dtype_size(dtype);
+    auto* out = static_cast<char*>(recv);
+    std::vector<std::size_t> displs(static_cast<std::size_t>(size_));
+    std::size_t total = 0;
+    bool equal = true, fits = true;
+    for (int q = 0; q < size_; ++q) {
+      displs[static_cast<std::size_t>(q)] = total;
+      total += counts[q] * es;
+      equal = equal && counts[q] == counts[0];
+      fits = fits && counts[q] * es <= static_cast<std::size_t>(INT_MAX);
+    }
+    fits = fits && total <= static_cast<std::size_t>(INT_MAX);
+    const std::size_t mine = counts[rank_] * es;
+    const bool in_place = send == out + displs[static_cast<std::size_t>(rank_)];
+    const std::string what = describe(equal ? "MPI_Allgather" : "MPI_Allgatherv", counts[rank_], dtype);
+    if (fits && equal) {
+      const int n = static_cast<int>(mine);
+      mpi_check(MPI_Allgather(in_place ? MPI_IN_PLACE : send, n, MPI_BYTE, out, n, MPI_BYTE, comm_), what);
+      return;
+    }
+    if (fits) {
+      std::vector<int> n(static_cast<std::size_t>(size_)), d(static_cast<std::size_t>(size_));
+      for (std::size_t q = 0; q < n.size(); ++q) {
+        n[q] = static_cast<int>(counts[q] * es);
+        d[q] = static_cast<int>(displs[q]);
+      }
+      mpi_check(MPI_Allgatherv(in_place ? MPI_IN_PLACE : send, static_cast<int>(mine), MPI_BYTE, out, n.data(),
+                               d.data(), MPI_BYTE, comm_),
+                what);
+      return;
+    }
+    // Beyond int byte counts: every rank's block is broadcast from its owner, in pieces.
+    if (!in_place && mine > 0) host::copy(out + displs[static_cast<std::size_t>(rank_)], send, mine);
+    for (int q = 0; q < size_; ++q) {
+      const std::size_t bytes = counts[q] * es;
+      for (std::size_t off = 0; off < bytes; off += kMaxMpiCount) {
+        const std::size_t n = std::min(kMaxMpiCount, bytes - off);
+        mpi_check(MPI_Bcast(out + displs[static_cast<std::size_t>(q)] + off, static_cast<int>(n), MPI_BYTE, q, comm_),
+                  describe("MPI_Bcast(allgather block)", counts[q], dtype) + " root=" + std::to_string(q));
+      }
+    }
+  }
+
+  void reduce_scatter(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype, gjRedOp_t op,
+                      Scale scale, void* /*stream*/) override {
+    require_live();
+    const std::size_t es = dtype_size(dtype);
+    std::size_t total = 0, offset = 0;
+    bool fits = true;
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) offset = total;
+      total += counts[q];
+      fits = fits && counts[q] <= kMaxMpiCount;
+    }
+    if (total == 0) return;
+    if (shm_ && shm_->preferred(total * es)) {
+      shm_->reduce_scatter(send, recv, counts, dtype, op, scale.pre, scale.post);
+      return;
+    }
+    const std::size_t mine = counts[rank_];
+    // MPI needs send and recv apart: in place (recv is this rank's slice of send) and
+    // prescaling both work on a private copy of the input.
+    const auto* src = static_cast<const char*>(send);
+    const double in = input_factor(dtype, op, scale, size_);
+    const bool in_place = static_cast<const char*>(recv) == src + offset * es;
+    if (in != 1.0 || in_place) {
+      char* tmp = scratch(total * es);
+      if (in != 1.0) host::scale(tmp, src, total, dtype, in);
+      else host::copy(tmp, src, total * es);
+      src = tmp;
+    }
+    const MPI_Datatype type = types_.datatype(dtype);
+    const MPI_Op mpi_op = types_.op(dtype, op);
+    if (fits) {
+      std::vector<int> n(static_cast<std::size_t>(size_));
+      for (std::size_t q = 0; q < n.size(); ++q) n[q] = static_cast<int>(counts[q]);
+      mpi_check(MPI_Reduce_scatter(src, recv, n.data(), type, mpi_op, comm_),
+                describe("MPI_Reduce_scatter", mine, dtype) + " op=" + op_name(op));
+    } else {  // a slice beyond int counts: one MPI_Reduce per slice and piece, to its owner
+      std::size_t at = 0;
+      for (int q = 0; q < size_; ++q) {
+        for (std::size_t off = 0; off < counts[q]; off += kMaxMpiCount) {
+          const std::size_t n = std::min(kMaxMpiCount, counts[q] - off);
+          void* out = q == rank_ ? static_cast<char*>(recv) + off * es : nullptr;
+          mpi_check(MPI_Reduce(src + (at + off) * es, out, static_cast<int>(n), type, mpi_op, q, comm_),
+                    describe("MPI_Reduce(reduce-scatter slice)", n, dtype) + " root=" + std::to_string(q));
+        }
+        at += counts[q];
+      }
+    }
+    if (mine > 0) finish(recv, mine, dtype, op, scale);
   }
 
   void* fusion_buffer(std::size_t bytes) override {
@@ -93,13 +201,13 @@ class MpiBackend final : public Backend {
 
   // The shared-memory path costs microseconds per call: packing would cost more than it saves.
   bool allreduce_unfused(const void* const* sends, void* const* recvs, const std::size_t* counts, int n,
-                         gjDataType_t dtype, gjRedOp_t op, void* /*stream*/) override {
+                         gjDataType_t dtype, gjRedOp_t op, Scale scale, void* /*stream*/) override {
     require_live();
     if (!shm_) return false;
     for (int i = 0; i < n; ++i) {  // tensors MPI would take must go there, as per-tensor calls do
       if (counts[i] > 0 && !shm_->preferred(counts[i] * dtype_size(dtype))) return false;
     }
-    shm_->allreduce_group(sends, recvs, counts, n, dtype, op);
+    shm_->allreduce_group(sends, recvs, counts, n, dtype, op, scale.pre, scale.post);
     return true;
   }
 
@@ -110,12 +218,30 @@ class MpiBackend final : public Backend {
     if (aborted_) throw Error(gjInvalidUsage, "the MPI backend was aborted");
   }
 
+  // After the MPI reduction: integer avg's truncating division, then postscale.
+  void finish(void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op, Scale scale) const {
+    if (op == gjAvg && !is_floating(dtype)) host::divide(recv, count, dtype, size_);
+    if (scale.post != 1.0) host::scale(recv, recv, count, dtype, scale.post);
+  }
+
+  char* scratch(std::size_t bytes) {
+    if (bytes > scratch_bytes_) {
+      scratch_.reset();
+      scratch_.reset(new char[bytes]);
+      scratch_bytes_ = bytes;
+    }
+    return scratch_.get();
+  }
+
   MPI_Comm comm_;
   int size_ = 1;
+  int rank_ = 0;
   MpiTypes types_;
   std::unique_ptr<shm::ShmAllreduce> shm_;
   std::unique_ptr<unsigned char[]> fusion_;
   std::size_t fusion_bytes_ = 0;
+  std::unique_ptr<char[]> scratch_;
+  std::size_t scratch_bytes_ = 0;
   bool aborted_ = false;
 };
 

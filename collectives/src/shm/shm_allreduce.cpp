@@ -102,9 +102,12 @@ class Engine final : public ShmAllreduce {
          WaitPolicy policy)
       : seg_(std::move(segment)), header_(header), rank_(rank), size_(size), opt_(options), policy_(policy) {}
 
-  void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op) override;
+  void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op, double pre,
+                 double post) override;
   void allreduce_group(const void* const* sends, void* const* recvs, const std::size_t* counts, int n,
-                       gjDataType_t dtype, gjRedOp_t op) override;
+                       gjDataType_t dtype, gjRedOp_t op, double pre, double post) override;
+  void reduce_scatter(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype, gjRedOp_t op,
+                      double pre, double post) override;
   bool preferred(std::size_t bytes) const override { return bytes > 0 && bytes >= opt_.min_bytes; }
   const char* wait_name() const override { return policy_.mode == WaitMode::Sleep ? "sleeping" : "spinning"; }
 
@@ -113,9 +116,19 @@ class Engine final : public ShmAllreduce {
     gjDataType_t dtype;
     gjRedOp_t op;
     std::size_t es;
-    bool scale_inputs;  // float avg: divide-then-sum
+    bool scale_inputs;  // contributions times in_factor (prescale; float avg: divide-then-sum)
     bool divide_sum;    // integer avg: exact sum, then truncating division
+    double in_factor;
+    bool scale_result;  // results times out_factor (postscale)
+    double out_factor;
   };
+  Call make_call(gjDataType_t dtype, gjRedOp_t op, double pre, double post) const;
+  void check_usable(gjDataType_t dtype, gjRedOp_t op) const;
+  // The last steps of an element's reduction: integer avg's division, then postscale.
+  void finish(unsigned char* out, std::size_t n, const Call& c) const {
+    if (c.divide_sum) host::divide(out, n, c.dtype, size_);
+    if (c.scale_result) host::scale(out, out, n, c.dtype, c.out_factor);
+  }
 
   StageWord& stage(int q) const { return *reinterpret_cast<StageWord*>(seg_->base() + kControlLine * (q + 1)); }
   unsigned char* inline_line(int q, std::uint64_t g) const {
@@ -140,7 +153,7 @@ class Engine final : public ShmAllreduce {
   // dst = this rank's contribution of n elements (scaled by 1/size for float avg).
   void contribute(unsigned char* dst, const unsigned char* src, std::size_t n, const Call& c) const {
     if (n == 0) return;
-    if (c.scale_inputs) host::scale(dst, src, n, c.dtype, 1.0 / size_);
+    if (c.scale_inputs) host::scale(dst, src, n, c.dtype, c.in_factor);
     else host::copy(dst, src, n * c.es);
   }
   // dst = this rank's contribution of virtual elements [b, e).
@@ -151,7 +164,9 @@ class Engine final : public ShmAllreduce {
   }
 
   // Validates, then reduces the virtual concatenation of ps (total elements) chunk by chunk.
-  void run(const Pieces& ps, std::size_t total, gjDataType_t dtype, gjRedOp_t op);
+  void run(const Pieces& ps, std::size_t total, const Call& c);
+  void scatter_round(std::uint64_t g, const unsigned char* send, unsigned char* recv, const std::size_t* counts,
+                     const std::vector<std::size_t>& offsets, std::size_t window, std::size_t k, const Call& c);
   void whole_chunk(std::uint64_t g, const Pieces& ps, std::size_t base, std::size_t m, const Call& c);
   void inline_chunk(std::uint64_t g, const Pieces& ps, std::size_t m, const Call& c);
   void sliced_chunk(std::uint64_t g, const Pieces& ps, std::size_t base, std::size_t m, const Call& c);
@@ -173,13 +188,35 @@ class Engine final : public ShmAllreduce {
   std::vector<Piece> group_;  // allreduce_group's pieces, kept to reuse the allocation
 };
 
-void Engine::allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op) {
+void Engine::allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
+                       double pre, double post) {
+  check_usable(dtype, op);
   const Piece one{static_cast<const unsigned char*>(send), static_cast<unsigned char*>(recv), 0, count};
-  run(Pieces{&one, &one + 1}, count, dtype, op);
+  run(Pieces{&one, &one + 1}, count, make_call(dtype, op, pre, post));
+}
+
+void Engine::check_usable(gjDataType_t dtype, gjRedOp_t op) const {
+  if (broken_) {
+    throw Error(gjInvalidUsage,
+                "shared-memory allreduce: a previous call failed (timeout or error), so the ranks are out of step; "
+                "destroy this communicator and create a new one");
+  }
+  if (!is_reducible(dtype) || static_cast<unsigned>(op) >= static_cast<unsigned>(gjNumRedOps)) {
+    throw Error(gjInvalidArgument, "shared-memory allreduce: dtype=" + std::to_string(static_cast<int>(dtype)) +
+                                       " op=" + std::to_string(static_cast<int>(op)) + " is not a valid pair");
+  }
+}
+
+Engine::Call Engine::make_call(gjDataType_t dtype, gjRedOp_t op, double pre, double post) const {
+  const bool fl = is_floating(dtype);
+  // Float avg divides every contribution by the rank count, folded into prescale's multiply.
+  const double in = op == gjAvg && fl ? pre / size_ : pre;
+  return Call{dtype, op, dtype_size(dtype), in != 1.0, op == gjAvg && !fl, in, post != 1.0, post};
 }
 
 void Engine::allreduce_group(const void* const* sends, void* const* recvs, const std::size_t* counts, int n,
-                             gjDataType_t dtype, gjRedOp_t op) {
+                             gjDataType_t dtype, gjRedOp_t op, double pre, double post) {
+  check_usable(dtype, op);
   group_.clear();
   std::size_t total = 0;
   for (int i = 0; i < n; ++i) {
@@ -188,22 +225,12 @@ void Engine::allreduce_group(const void* const* sends, void* const* recvs, const
                            total, counts[i]});
     total += counts[i];
   }
-  run(Pieces{group_.data(), group_.data() + group_.size()}, total, dtype, op);
+  run(Pieces{group_.data(), group_.data() + group_.size()}, total, make_call(dtype, op, pre, post));
 }
 
-void Engine::run(const Pieces& ps, std::size_t total, gjDataType_t dtype, gjRedOp_t op) {
-  if (broken_) {
-    throw Error(gjInvalidUsage,
-                "shared-memory allreduce: a previous call failed (timeout or error), so the ranks are out of step; "
-                "destroy this communicator and create a new one");
-  }
-  const std::size_t es = dtype_size(dtype);
-  if (es == 0 || static_cast<unsigned>(op) >= static_cast<unsigned>(gjNumRedOps)) {
-    throw Error(gjInvalidArgument, "shared-memory allreduce: dtype=" + std::to_string(static_cast<int>(dtype)) +
-                                       " op=" + std::to_string(static_cast<int>(op)) + " is not a valid pair");
-  }
+void Engine::run(const Pieces& ps, std::size_t total, const Call& c) {
   if (total == 0) return;
-  const Call c{dtype, op, es, op == gjAvg && is_floating(dtype) && size_ > 1, op == gjAvg && !is_floating(dtype)};
+  const std::size_t es = c.es;
   const bool whole = total * es <= kWholeReduceMaxBytes;
   const std::size_t per_chunk = chunk_elems(opt_.chunk_bytes, es);
   try {
@@ -229,7 +256,7 @@ void Engine::whole_chunk(std::uint64_t g, const Pieces& ps, std::size_t base, st
   for_range(ps, base, base + m, c.es, [&](const unsigned char*, unsigned char* out, std::size_t n, std::size_t off) {
     host::copy(out, slot(0, g) + off * c.es, n * c.es);
     for (int q = 1; q < size_; ++q) host::reduce_into(out, slot(q, g) + off * c.es, n, c.dtype, c.op);
-    if (c.divide_sum) host::divide(out, n, c.dtype, size_);
+    finish(out, n, c);
   });
   publish(done(g));
 }
@@ -254,7 +281,7 @@ void Engine::inline_chunk(std::uint64_t g, const Pieces& ps, std::size_t m, cons
   for_range(ps, 0, m, c.es, [&](const unsigned char*, unsigned char* out, std::size_t n, std::size_t off) {
     host::copy(out, inline_data(0, g) + off * c.es, n * c.es);
     for (int q = 1; q < size_; ++q) host::reduce_into(out, inline_data(q, g) + off * c.es, n, c.dtype, c.op);
-    if (c.divide_sum) host::divide(out, n, c.dtype, size_);
+    finish(out, n, c);
   });
   publish(done(g));
 }
@@ -314,11 +341,98 @@ void Engine::reduce_slice(std::uint64_t g, const Pieces& ps, std::size_t base, R
         });
       }
     }
-    if (c.divide_sum) host::divide(acc, n, c.dtype, size_);
+    finish(acc, n, c);
     for_range(ps, vb, ve, c.es, [&](const unsigned char*, unsigned char* out, std::size_t k, std::size_t off) {
       host::copy(out, acc + off * c.es, k * c.es);
     });
   }
+}
+
+
+// Reduce-scatter in rounds: round k covers, for every rank q, window k of q's slice (window
+// elements from offsets[q] + k * window). Each rank copies its contribution to every other
+// rank's window into its own slot at q * window and publishes; each rank then reduces its own
+// window in rank order (peers' slots, its own input from send) in its slot's own window, which
+// no peer reads, and copies the result to recv. The rounds use the allreduce's stage numbers
+// and slot parity, so both kinds of call interleave freely.
+void Engine::reduce_scatter(const void* send_v, void* recv_v, const std::size_t* counts, gjDataType_t dtype,
+                            gjRedOp_t op, double pre, double post) {
+  check_usable(dtype, op);
+  const Call c = make_call(dtype, op, pre, post);
+  const std::size_t line = kSliceAlignBytes / c.es;
+  const std::size_t per_rank = chunk_elems(opt_.chunk_bytes, c.es) / static_cast<std::size_t>(size_);
+  const std::size_t window = std::max(line, per_rank / line * line);
+  if (window * c.es * static_cast<std::size_t>(size_) > opt_.chunk_bytes) {
+    throw Error(gjUnsupported, "shared-memory reduce-scatter: " + std::to_string(size_) +
+                                   " ranks do not fit one pipeline chunk of " + std::to_string(opt_.chunk_bytes) +
+                                   " bytes");
+  }
+  std::vector<std::size_t> offsets(static_cast<std::size_t>(size_));
+  std::size_t total = 0, largest = 0;
+  for (int q = 0; q < size_; ++q) {
+    offsets[static_cast<std::size_t>(q)] = total;
+    total += counts[q];
+    largest = std::max(largest, counts[q]);
+  }
+  const auto* send = static_cast<const unsigned char*>(send_v);
+  auto* recv = static_cast<unsigned char*>(recv_v);
+  try {
+    for (std::size_t k = 0; k * window < largest; ++k) {
+      const std::uint64_t g = next_chunk_++;
+      if (g >= kSlots) wait_peers(done(g - kSlots));
+      scatter_round(g, send, recv, counts, offsets, window, k, c);
+    }
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+}
+
+void Engine::scatter_round(std::uint64_t g, const unsigned char* send, unsigned char* recv, const std::size_t* counts,
+                           const std::vector<std::size_t>& offsets, std::size_t window, std::size_t k,
+                           const Call& c) {
+  const auto window_of = [&](int q) {  // [begin, end) of q's window k, relative to q's slice
+    const std::size_t n = counts[q];
+    const std::size_t b = std::min(n, k * window);
+    return Range{b, std::min(n, b + window)};
+  };
+  unsigned char* my_slot = slot(rank_, g);
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) continue;
+    const Range w = window_of(q);
+    contribute(my_slot + static_cast<std::size_t>(q) * window * c.es,
+               send + (offsets[static_cast<std::size_t>(q)] + w.begin) * c.es, w.size(), c);
+  }
+  publish(published(g));
+
+  const Range mine = window_of(rank_);
+  if (mine.size() > 0) {
+    wait_peers(published(g));
+    const std::size_t at_slot = static_cast<std::size_t>(rank_) * window * c.es;
+    const unsigned char* own = send + (offsets[static_cast<std::size_t>(rank_)] + mine.begin) * c.es;
+    const std::size_t block = kSubBlockBytes / c.es;
+    for (std::size_t b = 0; b < mine.size(); b += block) {
+      const std::size_t n = std::min(block, mine.size() - b);
+      unsigned char* acc = my_slot + at_slot + b * c.es;
+      for (int q = 0; q < size_; ++q) {
+        if (q != rank_) {
+          const unsigned char* theirs = slot(q, g) + at_slot + b * c.es;
+          if (q == 0) host::copy(acc, theirs, n * c.es);
+          else host::reduce_into(acc, theirs, n, c.dtype, c.op);
+        } else if (q == 0) {
+          contribute(acc, own + b * c.es, n, c);
+        } else if (c.scale_inputs) {
+          contribute(scratch_.data(), own + b * c.es, n, c);
+          host::reduce_into(acc, scratch_.data(), n, c.dtype, c.op);
+        } else {
+          host::reduce_into(acc, own + b * c.es, n, c.dtype, c.op);
+        }
+      }
+      finish(acc, n, c);
+      host::copy(recv + (mine.begin + b) * c.es, acc, n * c.es);
+    }
+  }
+  publish(done(g));
 }
 
 }  // namespace

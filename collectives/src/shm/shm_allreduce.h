@@ -47,8 +47,10 @@ class ShmAllreduce {
 
   // Same semantics as gjAllReduce on host buffers (in place when send == recv; gjAvg as the
   // public header says). Collective over the comm given to create(). Throws gj::Error.
+  // pre/post: Horovod's scaling factors with gjAllReduceScaled's rules (contributions times
+  // pre, float avg's 1/size folded into that one multiply; result times post). 1/1 = none.
   virtual void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype,
-                         gjRedOp_t op) = 0;
+                         gjRedOp_t op, double pre = 1.0, double post = 1.0) = 0;
 
   // Added by the performance work: n tensors of one dtype, each reduced exactly as
   // allreduce() would (same bits), without packing them into a fusion buffer first (the two
@@ -57,9 +59,16 @@ class ShmAllreduce {
   // span tensor boundaries); counts[i] == 0 is allowed. sends[i] == recvs[i] is in place;
   // distinct tensors must not overlap. Collective.
   virtual void allreduce_group(const void* const* sends, void* const* recvs, const std::size_t* counts, int n,
-                               gjDataType_t dtype, gjRedOp_t op) {
-    for (int i = 0; i < n; ++i) allreduce(sends[i], recvs[i], counts[i], dtype, op);
+                               gjDataType_t dtype, gjRedOp_t op, double pre = 1.0, double post = 1.0) {
+    for (int i = 0; i < n; ++i) allreduce(sends[i], recvs[i], counts[i], dtype, op, pre, post);
   }
+
+  // Reduce-scatter with per-rank counts (gjReduceScatter's semantics, pre/post as above):
+  // send holds sum(counts) elements, this rank gets the reduction of its slice in recv (which
+  // may be that slice of send: in place). Every element is reduced in rank order by its
+  // owner, with the bits allreduce() gives it. Collective.
+  virtual void reduce_scatter(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype,
+                              gjRedOp_t op, double pre = 1.0, double post = 1.0) = 0;
 
   // Added by the performance work: whether this path is faster than MPI_Allreduce for a
   // message of `bytes` (count * element size). Pure; the same answer on every rank, so a

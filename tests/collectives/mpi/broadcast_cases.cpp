@@ -1,4 +1,4 @@
-// Broadcast from every root, every dtype, several sizes; non-roots start with a sentinel.
+// Broadcast from every root, every dtype (data-movement ones too), several sizes; non-roots start with a sentinel.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -16,7 +16,7 @@ double pattern(int root, std::size_t i) { return static_cast<double>((i * 3 + st
 void run_broadcast_cases(Ctx& ctx) {
   const std::size_t sizes[] = {0, 1, 7, 1023, 65537, std::size_t{1} << 20};
   for (int root = 0; root < ctx.size; ++root) {
-    for (gjDataType_t d : kDtypes) {
+    for (gjDataType_t d : kAllDtypes) {
       const std::size_t esz = elem_size(d);
       for (std::size_t count : sizes) {
         std::vector<unsigned char> want(count * esz + 16, 0x5a);

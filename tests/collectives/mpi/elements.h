@@ -51,7 +51,10 @@ inline void encode(gjDataType_t d, double v, void* dst) {
     case gjBfloat16: { std::uint16_t x = bf16_bits(v); std::memcpy(dst, &x, 2); break; }
     case gjInt32: { auto x = static_cast<std::int32_t>(v); std::memcpy(dst, &x, 4); break; }
     case gjInt64: { auto x = static_cast<std::int64_t>(v); std::memcpy(dst, &x, 8); break; }
-    case gjUint8: { auto x = static_cast<std::uint8_t>(v); std::memcpy(dst, &x, 1); break; }
+    case gjUint8: case gjByte: { auto x = static_cast<std::uint8_t>(v); std::memcpy(dst, &x, 1); break; }
+    case gjInt8: { auto x = static_cast<std::int8_t>(v); std::memcpy(dst, &x, 1); break; }
+    case gjInt16: { auto x = static_cast<std::int16_t>(v); std::memcpy(dst, &x, 2); break; }
+    case gjBool: { std::uint8_t x = v != 0; std::memcpy(dst, &x, 1); break; }
     default: break;
   }
 }
@@ -64,7 +67,9 @@ inline double decode(gjDataType_t d, const void* src) {
     case gjBfloat16: { std::uint16_t x; std::memcpy(&x, src, 2); return bf16_value(x); }
     case gjInt32: { std::int32_t x; std::memcpy(&x, src, 4); return x; }
     case gjInt64: { std::int64_t x; std::memcpy(&x, src, 8); return static_cast<double>(x); }
-    case gjUint8: { std::uint8_t x; std::memcpy(&x, src, 1); return x; }
+    case gjUint8: case gjByte: case gjBool: { std::uint8_t x; std::memcpy(&x, src, 1); return x; }
+    case gjInt8: { std::int8_t x; std::memcpy(&x, src, 1); return x; }
+    case gjInt16: { std::int16_t x; std::memcpy(&x, src, 2); return x; }
     default: return NAN;
   }
 }
@@ -72,10 +77,14 @@ inline double decode(gjDataType_t d, const void* src) {
 inline bool is_float(gjDataType_t d) { return d == gjFloat32 || d == gjFloat64 || d == gjFloat16 || d == gjBfloat16; }
 
 constexpr gjDataType_t kDtypes[] = {gjFloat32, gjFloat64, gjFloat16, gjBfloat16, gjInt32, gjInt64, gjUint8};
+// Every dtype, the data-movement-only ones included (broadcast, allgather).
+constexpr gjDataType_t kAllDtypes[] = {gjFloat32, gjFloat64, gjFloat16, gjBfloat16, gjInt32, gjInt64,
+                                       gjUint8,   gjInt8,    gjInt16,   gjBool,     gjByte};
 constexpr gjRedOp_t kOps[] = {gjSum, gjAvg, gjMin, gjMax, gjProd};
 
 inline const char* dname(gjDataType_t d) {
-  static const char* names[] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8"};
+  static const char* names[] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8", "i8", "i16", "bool", "byte"};
+  static_assert(sizeof names / sizeof names[0] == gjNumDataTypes, "one name per dtype");
   return d >= 0 && d < gjNumDataTypes ? names[d] : "?";
 }
 inline const char* oname(gjRedOp_t o) {

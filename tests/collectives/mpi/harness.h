@@ -18,6 +18,12 @@ enum Failure : int {
   kInvalidArgs = 14,   // an invalid call not rejected with the right code / message
   kLifecycle = 15,     // destroy / abort / finalize / registry behaviour
   kCppWrapper = 16,    // collectives.hpp behaviour
+  kAllgather = 17,     // a wrong allgather result
+  kReduceScatter = 18, // a wrong reduce-scatter result
+  kScaled = 19,        // a wrong pre/post-scaled result
+  kSplit = 20,         // barrier / sub-communicator behaviour
+  kMismatch = 21,      // a mismatched call not failing on every rank
+  kNonblocking = 22,   // a request's result differs from the blocking call, or misuse accepted
 };
 
 struct Ctx {
@@ -40,5 +46,11 @@ void run_grouped_cases(Ctx& ctx);
 void run_invalid_cases(Ctx& ctx);
 void run_lifecycle_cases(Ctx& ctx);
 void run_cpp_cases(Ctx& ctx);
+void run_allgather_cases(Ctx& ctx);
+void run_reduce_scatter_cases(Ctx& ctx);
+void run_scaled_cases(Ctx& ctx);
+void run_split_cases(Ctx& ctx);
+void run_mismatch_cases(Ctx& ctx);
+void run_nonblocking_cases(Ctx& ctx);
 
 }  // namespace gjt

@@ -31,7 +31,7 @@ void local_argument_checks(Ctx& ctx) {
   expect_error(ctx, F, "u8 count (size_t)-1", gjAllReduce(buf, buf, static_cast<std::size_t>(-1), gjUint8, gjSum, c, nullptr),
                gjInvalidArgument, "count=18446744073709551615 elements of u8", c);
   expect_error(ctx, F, "bad dtype", raw_allreduce(buf, buf, 1, kBadDtype, gjSum, c), gjInvalidArgument,
-               "gjAllReduce: dtype=17 is not a gjDataType_t (0..6)", c);
+               "gjAllReduce: dtype=17 is not a gjDataType_t (0..10)", c);
   expect_error(ctx, F, "negative dtype", raw_allreduce(buf, buf, 1, -1, gjSum, c),
                gjInvalidArgument, "dtype=-1", c);
   expect_error(ctx, F, "bad op", raw_allreduce(buf, buf, 1, gjFloat32, kBadOp, c), gjInvalidArgument,
@@ -92,7 +92,8 @@ void local_argument_checks(Ctx& ctx) {
     const std::string s = gjGetErrorString(static_cast<gjResult_t>(code));
     if (s.empty() || s == gjGetErrorString(gjNumResults)) ctx.fail(F, "no error string for code " + std::to_string(code));
   }
-  const std::size_t sizes[] = {4, 8, 2, 2, 4, 8, 1};
+  const std::size_t sizes[] = {4, 8, 2, 2, 4, 8, 1, 1, 2, 1, 1};
+  static_assert(sizeof sizes / sizeof sizes[0] == gjNumDataTypes, "one size per dtype");
   for (int d = 0; d < gjNumDataTypes; ++d) {
     if (gjDataTypeSize(static_cast<gjDataType_t>(d)) != sizes[d]) ctx.fail(F, "gjDataTypeSize(" + std::to_string(d) + ")");
   }
@@ -109,7 +110,7 @@ void cross_rank_checks(Ctx& ctx) {
   const std::size_t counts[2] = {2, ctx.rank == 0 ? std::size_t{3} : std::size_t{4}};
   expect_error(ctx, F, "grouped counts differ across ranks",
                gjGroupedAllReduce(sends, recvs, counts, 2, gjFloat32, gjSum, ctx.comm, nullptr), gjInvalidUsage,
-               "gjGroupedAllReduce: ranks passed different total bytes", ctx.comm);
+               "gjGroupedAllReduce: ranks passed different count (smallest 5, largest 6)", ctx.comm);
   const std::size_t same[2] = {2, 2};
   expect_error(ctx, F, "grouped dtype differs across ranks",
                gjGroupedAllReduce(sends, recvs, same, 2, ctx.rank == 0 ? gjInt32 : gjFloat32, gjSum, ctx.comm, nullptr),

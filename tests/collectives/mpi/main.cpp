@@ -32,7 +32,7 @@ int main() {
   }
   int provided = 0;
   MPI_Query_thread(&provided);
-  if (provided < MPI_THREAD_FUNNELED) ctx.fail(gjt::kSetup, "MPI initialized below MPI_THREAD_FUNNELED");
+  if (provided != MPI_THREAD_MULTIPLE) ctx.fail(gjt::kSetup, "gjCommInitWorld did not ask for MPI_THREAD_MULTIPLE");
 
   timed(ctx, "allreduce", gjt::run_allreduce_cases);
   timed(ctx, "broadcast", gjt::run_broadcast_cases);
@@ -40,6 +40,12 @@ int main() {
   timed(ctx, "invalid", gjt::run_invalid_cases);
   timed(ctx, "lifecycle", gjt::run_lifecycle_cases);
   timed(ctx, "c++", gjt::run_cpp_cases);
+  timed(ctx, "allgather", gjt::run_allgather_cases);
+  timed(ctx, "reduce-scat", gjt::run_reduce_scatter_cases);
+  timed(ctx, "scaled", gjt::run_scaled_cases);
+  timed(ctx, "split", gjt::run_split_cases);
+  timed(ctx, "mismatch", gjt::run_mismatch_cases);
+  timed(ctx, "nonblocking", gjt::run_nonblocking_cases);
 
   int worst = ctx.worst;
   MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

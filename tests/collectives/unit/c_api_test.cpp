@@ -21,7 +21,8 @@ TEST_CASE("every result code has its own error string", "[c_api]") {
 
 TEST_CASE("gjDataTypeSize", "[c_api]") {
   const std::pair<int, std::size_t> rows[] = {{gjFloat32, 4}, {gjFloat64, 8}, {gjFloat16, 2}, {gjBfloat16, 2},
-                                              {gjInt32, 4},   {gjInt64, 8},   {gjUint8, 1},     {7, 0},
+                                              {gjInt32, 4},   {gjInt64, 8},   {gjUint8, 1},     {gjInt8, 1},
+                                              {gjInt16, 2},   {gjBool, 1},    {gjByte, 1},      {11, 0},
                                               {-1, 0},        {1000, 0}};
   for (const auto& r : rows) CHECK(raw_dtype_size(r.first) == r.second);
 }

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -27,11 +28,41 @@ TEST_CASE("validate: dtype and op ranges", "[validate]") {
   for (int d = 0; d < gjNumDataTypes; ++d) CHECK_NOTHROW(v::dtype("c", d));
   for (int o = 0; o < gjNumRedOps; ++o) CHECK_NOTHROW(v::op("c", o));
   expect_invalid([] { v::dtype("gjAllReduce", 17); },
-                 "gjAllReduce: dtype=17 is not a gjDataType_t (0..6)");
+                 "gjAllReduce: dtype=17 is not a gjDataType_t (0..10)");
   expect_invalid([] { v::dtype("gjAllReduce", -1); }, "dtype=-1 is not");
-  expect_invalid([] { v::dtype("x", gjNumDataTypes); }, "dtype=7 is not");
+  expect_invalid([] { v::dtype("x", gjNumDataTypes); }, "dtype=11 is not");
   expect_invalid([] { v::op("gjAllReduce", 9); }, "gjAllReduce: op=9 is not a gjRedOp_t (0..4)");
   expect_invalid([] { v::op("x", -2); }, "op=-2");
+}
+
+TEST_CASE("validate: reductions take only the reducible dtypes", "[validate]") {
+  for (int d = 0; d < gjNumReducibleDataTypes; ++d) CHECK_NOTHROW(v::reducible("c", static_cast<gjDataType_t>(d)));
+  const std::pair<gjDataType_t, const char*> movement[] = {
+      {gjInt8, "i8"}, {gjInt16, "i16"}, {gjBool, "bool"}, {gjByte, "byte"}};
+  for (const auto& [d, name] : movement) {
+    try {
+      v::reducible("gjReduceScatter", d);
+      FAIL("accepted dtype " << name);
+    } catch (const gj::Error& e) {
+      CHECK(e.code() == gjUnsupported);
+      CHECK_THAT(std::string(e.what()),
+                 Catch::Contains(std::string("gjReduceScatter: dtype=") + name + " is for data movement only"));
+    }
+  }
+}
+
+TEST_CASE("validate: per-rank count arrays", "[validate]") {
+  const std::size_t counts[] = {3, 0, 5};
+  CHECK(v::rank_counts("c", "recvcounts", counts, 3, gjFloat32) == 8);
+  expect_invalid([] { v::rank_counts("gjAllGatherV", "recvcounts", nullptr, 2, gjFloat32); },
+                 "gjAllGatherV: recvcounts=NULL; pass one count per rank (2 entries)");
+  const std::size_t huge[] = {1, SIZE_MAX / 2};
+  expect_invalid([&] { v::rank_counts("c", "recvcounts", huge, 2, gjFloat32); }, "recvcounts[1]=");
+  const std::size_t sum_too_big[] = {PTRDIFF_MAX / 6, PTRDIFF_MAX / 6, 5};
+  expect_invalid([&] { v::rank_counts("c", "recvcounts", sum_too_big, 3, gjFloat32); },
+                 "together exceed PTRDIFF_MAX bytes (at recvcounts[1])");
+  expect_invalid([] { v::scale("c", NAN, 1.0); }, "prescale=nan is not finite");
+  expect_invalid([] { v::scale("c", 1.0, INFINITY); }, "postscale=inf is not finite");
 }
 
 TEST_CASE("validate: byte sizes that no buffer can have", "[validate]") {

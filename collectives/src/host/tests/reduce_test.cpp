@@ -267,6 +267,26 @@ TEST_CASE("divide truncates toward zero in the type's width", "[reduce]") {
   CHECK(u8.get(1) == 0);
 }
 
+TEST_CASE("integer scaling: f64 product truncated toward zero, saturated to the type", "[scale]") {
+  const std::int32_t in32[] = {5, -5, 7, 2000000000, -2000000000};
+  std::int32_t out32[5] = {};
+  gj::host::scale(out32, in32, 5, gjInt32, 0.5);
+  CHECK(out32[0] == 2);
+  CHECK(out32[1] == -2);
+  CHECK(out32[2] == 3);
+  gj::host::scale(out32, in32, 5, gjInt32, 2.0);
+  CHECK(out32[3] == INT32_MAX);
+  CHECK(out32[4] == INT32_MIN);
+  std::uint8_t u8[] = {200, 3};
+  gj::host::scale(u8, u8, 2, gjUint8, 1.5);  // in place
+  CHECK(u8[0] == 255);
+  CHECK(u8[1] == 4);
+  std::int64_t i64[] = {-9, INT64_MAX};
+  gj::host::scale(i64, i64, 2, gjInt64, -1.0 / 3);
+  CHECK(i64[0] == 3);
+  CHECK(i64[1] < 0);
+}
+
 TEST_CASE("invalid dtype, op or divisor is a gjInvalidArgument error naming the value", "[reduce]") {
   float a = 1, b = 2;
   auto code_of = [](auto&& fn) {
@@ -280,7 +300,8 @@ TEST_CASE("invalid dtype, op or divisor is a gjInvalidArgument error naming the 
   };
   CHECK(code_of([&] { gj::host::reduce_into(&a, &b, 1, gjNumDataTypes, gjSum); }) == gjInvalidArgument);
   CHECK(code_of([&] { gj::host::reduce_into(&a, &b, 1, gjFloat32, gjNumRedOps); }) == gjInvalidArgument);
-  CHECK(code_of([&] { gj::host::scale(&a, &b, 1, gjInt32, 0.5); }) == gjInvalidArgument);
+  CHECK(code_of([&] { gj::host::scale(&a, &b, 1, gjInt8, 0.5); }) == gjInvalidArgument);
+  CHECK(code_of([&] { gj::host::reduce_into(&a, &b, 1, gjByte, gjSum); }) == gjInvalidArgument);
   CHECK(code_of([&] { gj::host::divide(&a, 1, gjFloat32, 2); }) == gjInvalidArgument);
   CHECK(code_of([&] { gj::host::divide(&a, 1, gjInt32, 0); }) == gjInvalidArgument);
   CHECK(code_of([&] { gj::host::to_f32(&a, &b, 1, gjFloat32); }) == gjInvalidArgument);

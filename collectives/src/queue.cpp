@@ -1,0 +1,245 @@
+#include "queue.h"
+
+#include <exception>
+#include <new>
+#include <utility>
+#include <vector>
+
+#include "dtype.h"
+#include "grouped.h"
+
+namespace gj {
+namespace {
+
+// Most requests one fused collective takes: bounds the agreement's wait for stragglers and
+// the per-batch vectors, and is far above the per-call cost it amortizes.
+constexpr std::size_t kMaxFused = 1024;
+
+const char* level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "an unknown thread level";
+  }
+}
+
+// Runs f; an exception becomes (code, message).
+template <class F>
+std::pair<gjResult_t, std::string> outcome(F&& f) noexcept {
+  try {
+    f();
+    return {gjSuccess, ""};
+  } catch (const Error& e) {
+    return {e.code(), e.what()};
+  } catch (const std::bad_alloc&) {
+    return {gjSystemError, "out of memory"};
+  } catch (const std::exception& e) {
+    return {gjInternalError, e.what()};
+  } catch (...) {
+    return {gjInternalError, "unknown exception"};
+  }
+}
+
+}  // namespace
+
+bool Completion::done() const {
+  std::lock_guard<std::mutex> lock(m_);
+  return done_;
+}
+
+gjResult_t Completion::wait(std::string* message) {
+  std::unique_lock<std::mutex> lock(m_);
+  cv_.wait(lock, [&] { return done_; });
+  if (message != nullptr) *message = message_;
+  return code_;
+}
+
+void Completion::finish(gjResult_t code, std::string message) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    done_ = true;
+    code_ = code;
+    message_ = std::move(message);
+  }
+  cv_.notify_all();
+}
+
+HostQueue::HostQueue(MPI_Comm comm, Backend& host, int thread_level)
+    : comm_(comm), host_(host), thread_level_(thread_level) {}
+
+HostQueue::~HostQueue() { shutdown(); }
+
+void HostQueue::throw_if_failed(const char* call) const {
+  if (!failed_) return;
+  throw Error(failed_->code(), std::string(call) + ": the communicator stopped after a failed request (" +
+                                   failed_->what() + "); destroy it and create a new one");
+}
+
+void HostQueue::execute(const Work& w) const {
+  if (w.check) require_same_on_all_ranks(comm_, w.call, w.sig);
+  w.body();
+}
+
+void HostQueue::run_blocking(const Work& w) {
+  {
+    std::unique_lock<std::mutex> lock(m_);
+    idle_cv_.wait(lock, [&] { return items_.empty() && !busy_; });
+    throw_if_failed(w.call);
+    busy_ = true;
+  }
+  const auto [code, message] = outcome([&] { execute(w); });
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    busy_ = false;
+  }
+  work_cv_.notify_one();
+  idle_cv_.notify_all();
+  if (code != gjSuccess) throw Error(code, message);
+}
+
+std::shared_ptr<Completion> HostQueue::submit(Work w) {
+  if (thread_level_ < MPI_THREAD_MULTIPLE) {
+    throw Error(gjInvalidUsage, std::string(w.call) +
+                                    ": nonblocking host operations run on a progress thread and need MPI "
+                                    "initialized with MPI_THREAD_MULTIPLE, but this process's MPI provides " +
+                                    level_name(thread_level_) +
+                                    "; call MPI_Init_thread with MPI_THREAD_MULTIPLE, or let gjCommInitWorld "
+                                    "initialize MPI");
+  }
+  auto done = std::make_shared<Completion>();
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    throw_if_failed(w.call);
+    if (stop_) throw Error(gjInvalidUsage, std::string(w.call) + ": the communicator is being destroyed");
+    items_.push_back(Item{std::move(w), done});
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  }
+  work_cv_.notify_one();
+  return done;
+}
+
+void HostQueue::loop() {
+  std::unique_lock<std::mutex> lock(m_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stop_ || (!items_.empty() && !busy_); });
+    if (items_.empty()) {
+      if (stop_) return;
+      continue;
+    }
+    if (busy_) continue;  // stop_ with a blocking caller still running
+    run_front(lock);
+  }
+}
+
+void HostQueue::run_front(std::unique_lock<std::mutex>& lock) {
+  busy_ = true;
+  // How many queued requests this rank could fuse with the front one (the peers may have fewer).
+  const Work& front = items_.front().work;
+  std::size_t offer = 1;
+  const bool fusing = front.fuse && front.fuse->limit > 0;
+  if (fusing) {
+    const std::size_t es = dtype_size(front.fuse->dtype);
+    std::size_t bytes = front.fuse->count * es;
+    for (auto it = items_.begin() + 1; it != items_.end(); ++it) {
+      if (offer >= kMaxFused || !it->work.fuse || !it->work.fuse->same_kind(*front.fuse)) break;
+      const std::size_t b = it->work.fuse->count * es;
+      if (b > front.fuse->limit || bytes > front.fuse->limit - b) break;
+      bytes += b;
+      ++offer;
+    }
+  }
+  std::vector<Item> batch;
+  batch.reserve(offer);  // no reallocation below: `first` stays valid
+  batch.push_back(std::move(items_.front()));
+  items_.pop_front();
+  const Work& first = batch.front().work;
+  lock.unlock();
+
+  const auto [code, message] = outcome([&] {
+    if (!fusing) return execute(first);
+    // Every rank takes the same number: the smallest any rank has queued (at least the
+    // first, which every rank has). With the check on, the first's arguments ride along.
+    std::size_t k = agree_min(comm_, first.call, first.sig, first.check, offer);
+    if (k <= 1) return first.body();
+    {
+      std::lock_guard<std::mutex> relock(m_);
+      for (std::size_t i = 1; i < k && i < offer && !items_.empty(); ++i) {
+        batch.push_back(std::move(items_.front()));
+        items_.pop_front();
+      }
+    }
+    k = batch.size();
+    std::vector<const void*> sends(k);
+    std::vector<void*> recvs(k);
+    std::vector<std::size_t> counts(k);
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+      const Work::Fusible& f = *batch[i].work.fuse;
+      sends[i] = f.send;
+      recvs[i] = f.recv;
+      counts[i] = f.count;
+      total += f.count;
+    }
+    const Work::Fusible& f = *batch.front().work.fuse;
+    if (first.check) {  // the fused requests' counts, beyond the first
+      Signature s = first.sig;
+      s.kind = Kind::GroupedAllReduce;
+      s.count = total;
+      s.ntensors = k;
+      s.counts_hash = hash_counts(counts.data(), static_cast<int>(k));
+      if (!same_on_all_ranks(comm_, first.call, s)) {
+        // Some later request differs across ranks: the first (checked alone above) runs
+        // alone, the others go back to be checked one by one, so only a mismatched one fails.
+        {
+          std::lock_guard<std::mutex> relock(m_);
+          while (batch.size() > 1) {
+            items_.push_front(std::move(batch.back()));
+            batch.pop_back();
+          }
+        }
+        return batch.front().work.body();
+      }
+    }
+    grouped_allreduce(host_, sends.data(), recvs.data(), counts.data(), static_cast<int>(k), f.dtype, f.op,
+                      f.scale, f.limit, nullptr);
+  });
+
+  lock.lock();
+  busy_ = false;
+  if (code != gjSuccess && !failed_) failed_.emplace(code, message);
+  for (Item& it : batch) it.done->finish(code, message);
+  if (code != gjSuccess) fail_all_queued(message);
+  idle_cv_.notify_all();
+}
+
+void HostQueue::fail_all_queued(const std::string& why) {
+  const gjResult_t code = failed_ ? failed_->code() : gjInvalidUsage;
+  for (Item& it : items_) {
+    it.done->finish(code, std::string(it.work.call) + ": not run, an earlier request failed: " + why);
+  }
+  items_.clear();
+}
+
+void HostQueue::shutdown() noexcept {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HostQueue::abort() noexcept {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    stop_ = true;
+    if (!failed_) failed_.emplace(gjInvalidUsage, "the communicator was aborted");
+    fail_all_queued("the communicator was aborted");
+  }
+  work_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace gj

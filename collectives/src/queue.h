@@ -1,0 +1,90 @@
+// The host queue of a communicator: every host collective runs through it, in the order the
+// calls were made. A blocking call runs on the calling thread once every earlier request is
+// done (at once, with two uncontended mutex operations, when nothing is queued); a
+// nonblocking one is queued for the communicator's progress thread, started on first use.
+// Only one collective of the communicator's MPI communicator runs at a time, so MPI sees the
+// same call sequence on every rank.
+#pragma once
+
+#include <mpi.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "backend.h"
+#include "error.h"
+#include "work.h"
+
+namespace gj {
+
+// How a queued request ended; shared by the queue and the request handle.
+class Completion {
+ public:
+  bool done() const;
+  // Blocks until done; returns the result and, for a failure, the message.
+  gjResult_t wait(std::string* message);
+  void finish(gjResult_t code, std::string message);
+
+ private:
+  mutable std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  gjResult_t code_ = gjSuccess;
+  std::string message_;
+};
+
+class HostQueue {
+ public:
+  // comm and host are borrowed from the communicator, which outlives the queue.
+  // thread_level: what MPI provides (MPI_Query_thread); below MPI_THREAD_MULTIPLE
+  // submit() is refused.
+  HostQueue(MPI_Comm comm, Backend& host, int thread_level);
+  ~HostQueue();  // shutdown()
+  HostQueue(const HostQueue&) = delete;
+  HostQueue& operator=(const HostQueue&) = delete;
+
+  // Runs w on this thread after every earlier request. Throws what w throws, or the cause
+  // of an earlier failed request.
+  void run_blocking(const Work& w);
+  // Queues w; the completion reports its result. Throws gjInvalidUsage when MPI lacks
+  // MPI_THREAD_MULTIPLE or an earlier request failed.
+  std::shared_ptr<Completion> submit(Work w);
+  // Waits until every queued request is done, then stops the progress thread.
+  void shutdown() noexcept;
+  // Fails every request not yet started ("communicator aborted"), then stops the thread
+  // once the running one (if any) returns.
+  void abort() noexcept;
+
+ private:
+  struct Item {
+    Work work;
+    std::shared_ptr<Completion> done;
+  };
+  void loop();
+  // Takes the front request and, if it may be fused, the queued neighbours every rank has
+  // (agreed with one small MPI_Allreduce); runs them. Called with lock held, returns with it held.
+  void run_front(std::unique_lock<std::mutex>& lock);
+  void execute(const Work& w) const;
+  void fail_all_queued(const std::string& why);
+  void throw_if_failed(const char* call) const;
+
+  MPI_Comm comm_;
+  Backend& host_;
+  int thread_level_;
+  std::mutex m_;
+  std::condition_variable work_cv_;  // progress thread: items or stop
+  std::condition_variable idle_cv_;  // blocking callers: nothing queued, nothing running
+  std::deque<Item> items_;
+  bool busy_ = false;  // a collective runs (on the progress thread or a blocking caller)
+  bool stop_ = false;
+  std::optional<Error> failed_;  // the first background failure; refuses all later work
+  std::thread thread_;
+};
+
+}  // namespace gj
