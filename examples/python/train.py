@@ -18,9 +18,12 @@ import sys
 import numpy as np
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# Next to this script in the source tree; <prefix>/share/gj/python when installed.
-sys.path[:0] = [_HERE, os.path.join(_HERE, "..", "..", "python")]
-import gj_collectives as gj  # noqa: E402  (found next to this script)
+# The gj package: wherever python3 finds it (dist-packages, PYTHONPATH), else the source tree's
+# collectives/python, else <prefix>/lib/python3/dist-packages of the prefix this example is
+# installed in (<prefix>/share/gj/examples/python).
+sys.path += [os.path.join(_HERE, "..", "..", "collectives", "python"),
+             os.path.join(_HERE, "..", "..", "..", "..", "lib", "python3", "dist-packages")]
+import gj  # noqa: E402
 
 EXIT_WEIGHTS_DIFFER, EXIT_LOSS_DID_NOT_FALL, EXIT_LIBRARY_ERROR = 1, 3, 4
 

@@ -24,6 +24,11 @@ echo "installed: $out"
 # when grep exits early and the listing is larger than a pipe buffer (CI machines with many libs).
 ld_cache=$(ldconfig -p)
 grep -q 'libgj_collectives\.so\.0 ' <<<"$ld_cache" || { echo "deb_install.sh: FAIL: libgj_collectives.so not in the ldconfig cache" >&2; exit 1; }
-env -u GJ_COLLECTIVES_LIB /usr/bin/python3 -c 'import sys; sys.path.insert(0, "/usr/share/gj/python"); import gj_collectives as g; print("python module loads", g.library_path)' \
-  || { echo "deb_install.sh: FAIL: /usr/share/gj/python/gj_collectives.py cannot load the library" >&2; exit 1; }
+# The system python3 imports the package from dist-packages, which loads /usr/lib's library.
+env -u GJ_COLLECTIVES_LIB -u PYTHONPATH /usr/bin/python3 -c 'import gj; print("python package loads", gj.library_path); assert gj.library_path.startswith("/usr/lib/")' \
+  || { echo "deb_install.sh: FAIL: the system python3 cannot import gj (/usr/lib/python3/dist-packages/gj) or it loads another library" >&2; exit 1; }
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  env -u GJ_COLLECTIVES_LIB -u PYTHONPATH /usr/bin/python3 -c 'import gj.torch' \
+    || { echo "deb_install.sh: FAIL: the system python3 cannot import gj.torch" >&2; exit 1; }
+fi
 echo "deb_install.sh: ok"

@@ -50,7 +50,8 @@ contents=$(cd "$work/root" && find . \( -type f -o -type l \) | sort)
 libdir=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 for f in ./usr/bin/gj-mpirun .$libdir/libgj_collectives.so .$libdir/libgj_collectives.a \
          ./usr/include/gj/collectives.h .$libdir/cmake/gj/gjConfig.cmake \
-         .$libdir/pkgconfig/gj-collectives.pc ./usr/share/gj/python/gj_collectives.py; do
+         .$libdir/pkgconfig/gj-collectives.pc ./usr/lib/python3/dist-packages/gj/__init__.py \
+         ./usr/lib/python3/dist-packages/gj/torch/optimizer.py; do
   grep -qx -- "$f" <<<"$contents" || { echo "deb_package.sh: FAIL: $f not in the package" >&2; fail=1; }
 done
 "$(dirname "$0")/check_installed_elf.sh" "$work/root" || fail=1

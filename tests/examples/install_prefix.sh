@@ -13,12 +13,20 @@ triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || true)
 [ -n "$triplet" ] && [ -d "$work/prefix/lib/$triplet" ] && lib=lib/$triplet
 for f in bin/gj-mpirun $lib/libgj_collectives.so $lib/libgj_collectives.a include/gj/collectives.h \
          include/gj/collectives.hpp $lib/cmake/gj/gjConfig.cmake $lib/cmake/gj/gjConfigVersion.cmake \
-         $lib/pkgconfig/gj-collectives.pc share/gj/python/gj_collectives.py \
+         $lib/pkgconfig/gj-collectives.pc lib/python3/dist-packages/gj/__init__.py \
+         lib/python3/dist-packages/gj/torch/__init__.py share/gj/examples/python/horovod_seed.py \
          share/gj/examples/python/train.py share/gj/examples/cpp-train/CMakeLists.txt; do
   [ -e "$work/prefix/$f" ] || { echo "install_prefix.sh: FAIL: $work/prefix/$f not installed" >&2; exit 1; }
 done
 # Loads on any machine: no RUNPATH into this machine's folders, no NEEDED libnccl.
 "$(dirname "$0")/check_installed_elf.sh" "$work/prefix"
+# The installed Python package loads the installed library by its recorded relative path.
+loaded=$(env -u GJ_COLLECTIVES_LIB PYTHONPATH="$work/prefix/lib/python3/dist-packages" \
+  /usr/bin/python3 -c 'import gj; print(gj.library_path)')
+case "$loaded" in
+  "$work/prefix/"*) echo "install_prefix.sh: python package loads $loaded" ;;
+  *) echo "install_prefix.sh: FAIL: the installed gj package loaded '$loaded', not the prefix's library" >&2; exit 1 ;;
+esac
 # The installed copy of the example, so the test also proves the installed sources build.
 cmake -S "$work/prefix/share/gj/examples/cpp-train" -B "$work/cpp-train" \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Multi-rank test of examples/python/gj_collectives.py (run under mpiexec, any rank count).
+"""Multi-rank test of the gj package's numpy layer (collectives/python/gj) (run under mpiexec, any rank count).
 
 Each rank fills rank+1, so every result is known exactly: sum n(n+1)/2, avg (n+1)/2, min 1,
 max n. Exits 0 when every check passes, else 1 after naming each failed check.
@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.environ["GJ_EXAMPLES_PYTHON_DIR"])
-import gj_collectives as gj  # noqa: E402
+import gj  # noqa: E402  (the gj package, the numpy layer)
 
 failures = []
 

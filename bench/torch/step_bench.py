@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Training-step time of gj.torch's DistributedOptimizer against torch DistributedDataParallel
+over gloo, same model, data, batch and ranks, side by side in one run, plus the same loop
+without communication (each one's overhead = its step time minus that no-communication step).
+
+Models: the seed's CNN (batch 64 of 1x28x28) and "resnet50-shapes", a model holding ResNet-50's
+161 parameter tensors (25,557,032 parameters; bench/gpu/resnet50_shapes.h) whose forward is one
+matmul per weight against a fixed input (batch rows), so backward produces every gradient, last
+layer first, with compute proportional to the parameter count.
+
+    mpiexec -np 2 python3 step_bench.py [--steps 10] [--warmup 3] [--models cnn,resnet50-shapes]
+Rank 0 prints one table row per model; bench/torch/run.sh runs 2 and 4 ranks.
+"""
+
+import argparse
+import copy
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import gj.torch as hvd
+
+
+class SeedNet(nn.Module):  # the seed's model, verbatim
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3, 1)
+        self.conv2 = nn.Conv2d(32, 64, 3, 1)
+        self.fc1 = nn.Linear(9216, 128)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.conv1(x))
+        x = torch.relu(self.conv2(x))
+        x = torch.max_pool2d(x, 2)
+        x = torch.flatten(x, 1)
+        x = torch.relu(self.fc1(x))
+        return self.fc2(x)
+
+
+def resnet50_shapes():
+    shapes = []
+    conv = lambda i, o, k: shapes.append((o, i, k, k))  # noqa: E731
+    bn = lambda c: shapes.extend([(c,), (c,)])  # noqa: E731
+    conv(3, 64, 7)
+    bn(64)
+    cin = 64
+    for blocks, w in zip((3, 4, 6, 3), (64, 128, 256, 512)):
+        for b in range(blocks):
+            conv(cin, w, 1), bn(w)
+            conv(w, w, 3), bn(w)
+            conv(w, 4 * w, 1), bn(4 * w)
+            if b == 0:
+                conv(cin, 4 * w, 1), bn(4 * w)
+            cin = 4 * w
+    shapes += [(1000, 2048), (1000,)]
+    return shapes
+
+
+class ShapesNet(nn.Module):
+    def __init__(self, shapes, rows):
+        super().__init__()
+        self.weights = nn.ParameterList([nn.Parameter(torch.randn(s) * 0.01) for s in shapes])
+        self.rows = rows
+
+    def forward(self, inputs):
+        loss = 0
+        for w, x in zip(self.weights, inputs):
+            y = x @ w.reshape(w.shape[0], -1).t() if w.dim() > 1 else x * w
+            loss = loss + y.square().mean()
+        return loss
+
+
+def make(model_name, rank, batch):
+    g = torch.Generator().manual_seed(1000 + rank)
+    if model_name == "cnn":
+        torch.manual_seed(0)
+        model = SeedNet()
+        data = (torch.randn(batch, 1, 28, 28, generator=g), torch.randint(0, 10, (batch,), generator=g))
+        loss_fn = nn.CrossEntropyLoss()
+        return model, lambda m: loss_fn(m(data[0]), data[1])
+    torch.manual_seed(0)
+    shapes = resnet50_shapes()
+    model = ShapesNet(shapes, batch)
+    inputs = [torch.randn(batch, int(torch.Size(s[1:]).numel()), generator=g) if len(s) > 1
+              else torch.randn(s, generator=g) for s in shapes]
+    return model, lambda m: m(inputs)
+
+
+def timed(step, steps, warmup):
+    for _ in range(warmup):
+        step()
+    hvd.barrier()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    # The job's step: the slowest rank's median.
+    return hvd.allreduce(torch.tensor([statistics.median(times)], dtype=torch.float64), op=hvd.Max).item()
+
+
+def bench(model_name, args):
+    rank, size = hvd.rank(), hvd.size()
+    base, loss_of = make(model_name, rank, args.batch if model_name == "cnn" else args.rows)
+    nparams = sum(p.numel() for p in base.parameters())
+    ntensors = len(list(base.parameters()))
+    results = {}
+
+    def loop(model, opt):
+        def step():
+            opt.zero_grad()
+            loss_of(model).backward()
+            opt.step()
+        return step
+
+    m = copy.deepcopy(base)
+    results["local"] = timed(loop(m, torch.optim.SGD(m.parameters(), lr=1e-3)), args.steps, args.warmup)
+    m = copy.deepcopy(base)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=1e-3), named_parameters=m.named_parameters())
+    results["gj"] = timed(loop(m, opt), args.steps, args.warmup)
+    m = copy.deepcopy(base)
+    ddp = nn.parallel.DistributedDataParallel(m)
+    results["ddp"] = timed(loop(ddp, torch.optim.SGD(ddp.parameters(), lr=1e-3)), args.steps, args.warmup)
+    return nparams, ntensors, results
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--batch", type=int, default=64, help="cnn batch per rank")
+    p.add_argument("--rows", type=int, default=8, help="resnet50-shapes input rows per rank")
+    p.add_argument("--models", default="cnn,resnet50-shapes")
+    p.add_argument("--port", type=int, default=int(os.environ.get("GJ_BENCH_GLOO_PORT", "29531")))
+    args = p.parse_args()
+    hvd.init()
+    rank, size = hvd.rank(), hvd.size()
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=size)
+    rows = []
+    for name in args.models.split(","):
+        rows.append((name,) + bench(name, args))
+    if rank == 0:
+        print(f"\ngj.torch DistributedOptimizer vs DDP over gloo, {size} ranks, CPU, torch {torch.__version__}, "
+              f"{torch.get_num_threads()} thread(s)/rank, median step of {args.steps} (slowest rank), "
+              f"bucket {os.environ.get('GJ_TORCH_BUCKET_BYTES', 'default')} bytes")
+        print("| model | params (tensors) | ranks | no-comm ms | gj ms | gj overhead ms (% of no-comm) "
+              "| DDP-gloo ms | DDP overhead ms (% of no-comm) | gj overhead / DDP overhead |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for name, nparams, ntensors, r in rows:
+            go, do = r["gj"] - r["local"], r["ddp"] - r["local"]
+            ratio = f"{go / do:.2f}" if do > 0 else "n/a"
+            print(f"| {name} | {nparams / 1e6:.2f} M ({ntensors}) | {size} | {r['local'] * 1e3:.1f} | "
+                  f"{r['gj'] * 1e3:.1f} | {go * 1e3:.1f} ({100 * go / r['local']:.0f} %) | {r['ddp'] * 1e3:.1f} | "
+                  f"{do * 1e3:.1f} ({100 * do / r['local']:.0f} %) | {ratio} |", flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Broadcasting model and optimizer state, and Python objects, across ranks."""
+
+import io
+import pickle
+
+import torch
+
+from . import _basics, mpi_ops
+from ._basics import global_process_set
+
+
+def broadcast_parameters(params, root_rank, process_set=global_process_set):
+    """Copies root_rank's values into params on every rank, in place. params: a state_dict (or
+    any mapping name -> tensor; broadcast in sorted name order) or an iterable of (name, tensor)
+    such as model.named_parameters() (broadcast in its order, which must match across ranks)."""
+    if isinstance(params, dict):
+        items = sorted(params.items())
+    else:
+        items = list(params)
+        for i, item in enumerate(items):
+            if not (isinstance(item, tuple) and len(item) == 2):
+                raise ValueError(f"broadcast_parameters: params[{i}]={item!r:.80} is not a (name, tensor) "
+                                 "pair; pass model.state_dict() or model.named_parameters()")
+    handles = []
+    for name, p in items:
+        if p is None:
+            continue
+        if not isinstance(p, torch.Tensor):
+            raise ValueError(f"broadcast_parameters: {name!r} is a {type(p).__name__}, not a tensor")
+        target = p.data if isinstance(p, torch.nn.Parameter) else p
+        if target.is_contiguous():
+            handles.append((None, None, mpi_ops.broadcast_async_(target, root_rank, process_set=process_set)))
+        else:
+            tmp = target.contiguous()
+            handles.append((target, tmp, mpi_ops.broadcast_async_(tmp, root_rank, process_set=process_set)))
+    for target, tmp, h in handles:
+        mpi_ops.synchronize(h)
+        if target is not None:
+            target.copy_(tmp)
+
+
+def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
+    """root_rank's obj on every rank (pickled, so any picklable object)."""
+    comm = _basics.comm_of(process_set, "broadcast_object")
+    if comm.rank == root_rank:
+        payload = torch.frombuffer(bytearray(_dumps(obj)), dtype=torch.uint8)
+        length = torch.tensor([payload.numel()], dtype=torch.int64)
+    else:
+        length = torch.zeros(1, dtype=torch.int64)
+    mpi_ops.broadcast_(length, root_rank, process_set=process_set)
+    if comm.rank != root_rank:
+        payload = torch.empty(int(length.item()), dtype=torch.uint8)
+    mpi_ops.broadcast_(payload, root_rank, process_set=process_set)
+    return obj if comm.rank == root_rank else _loads(payload)
+
+
+def allgather_object(obj, name=None, process_set=global_process_set):
+    """[obj of rank 0, obj of rank 1, ...] of the process set on every rank (pickled)."""
+    comm = _basics.comm_of(process_set, "allgather_object")
+    payload = torch.frombuffer(bytearray(_dumps(obj)), dtype=torch.uint8)
+    sizes = mpi_ops.allgather(torch.tensor([payload.numel()], dtype=torch.int64), process_set=process_set)
+    data = mpi_ops.allgather(payload, process_set=process_set)
+    out, offset = [], 0
+    for n in sizes.tolist():
+        out.append(_loads(data[offset:offset + n]))
+        offset += n
+    assert len(out) == comm.size
+    return out
+
+
+def _dumps(obj):
+    buf = io.BytesIO()
+    torch.save(obj, buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
+    return buf.getvalue() or b"\0"
+
+
+def _loads(payload):
+    return torch.load(io.BytesIO(payload.numpy().tobytes()), map_location="cpu")
+
+
+def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_set):
+    """Makes every rank's optimizer state root_rank's: tensor state (momentum buffers, Adam's
+    moments, step counts), scalar state and every param-group option (lr, betas, ...), with
+    their Python types. Works for every torch.optim optimizer but LBFGS."""
+    if isinstance(optimizer, torch.optim.LBFGS):
+        raise ValueError("broadcast_optimizer_state: LBFGS is not supported (its state holds closures "
+                         "of the loss); broadcast the model parameters instead")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"broadcast_optimizer_state: optimizer={optimizer!r:.80} is not a torch.optim.Optimizer")
+    comm = _basics.comm_of(process_set, "broadcast_optimizer_state")
+    state = broadcast_object(optimizer.state_dict() if comm.rank == root_rank else None, root_rank,
+                             process_set=process_set)
+    error = None
+    if comm.rank != root_rank:
+        try:
+            optimizer.load_state_dict(state)  # casts state tensors to each parameter's device/dtype
+        except (ValueError, KeyError, RuntimeError) as e:
+            error = e
+    # Every rank raises when one could not take the state (a different model on that rank).
+    failed = mpi_ops.allreduce(torch.tensor([1 if error else 0], dtype=torch.int32), op=mpi_ops.Max,
+                               process_set=process_set)
+    if failed.item():
+        raise ValueError(f"broadcast_optimizer_state: rank(s) could not load root_rank={root_rank}'s state "
+                         f"(this rank: {error or 'loaded it'}); every rank must build the same model "
+                         "and optimizer") from error

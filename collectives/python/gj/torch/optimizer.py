@@ -1,0 +1,274 @@
+"""DistributedOptimizer: gradient averaging overlapped with the backward pass.
+
+Gradient hooks (on each parameter's gradient accumulator, as Horovod registers them) count the
+gradients of the step. The parameters are planned into fixed buckets (_buckets.py); a bucket is
+issued as one nonblocking grouped allreduce as soon as all its gradients are ready and every
+earlier bucket was issued. synchronize() issues the buckets left - a parameter without a
+gradient on this rank contributes zeros - then one small request exchanging which parameters
+got a gradient on any rank, and waits. So every rank issues the same requests in the same
+order, whatever order its hooks fire in and whichever gradients it has:
+- a parameter with a gradient on some rank gets the reduced gradient on every rank;
+- a parameter with a gradient on no rank keeps its .grad untouched (None stays None, so the
+  optimizer skips it as without distribution: frozen layers stay frozen);
+- requires_grad may change between steps: the plan covers every parameter of the optimizer.
+"""
+
+import contextlib
+import ctypes
+import os
+import threading
+
+import torch
+
+from .. import _lib
+from .._lib import GjError
+from . import _basics, mpi_ops
+from ._basics import global_process_set
+from ._buckets import DEFAULT_BUCKET_BYTES, plan_buckets
+from ._tensor import check_tensor, ptr, stream
+from .compression import Compression
+from .exceptions import HorovodInternalError
+
+BUCKET_BYTES_ENV = "GJ_TORCH_BUCKET_BYTES"
+
+
+def _bucket_bytes():
+    raw = os.environ.get(BUCKET_BYTES_ENV)
+    if raw is None:
+        return DEFAULT_BUCKET_BYTES
+    try:
+        value = int(raw)
+        if value <= 0:
+            raise ValueError
+        return value
+    except ValueError:
+        raise ValueError(f"{BUCKET_BYTES_ENV}={raw!r} is not a positive number of bytes") from None
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
+        super(self.__class__, self).__init__(params)
+        what = "DistributedOptimizer"
+        self._comm = _basics.comm_of(process_set, what)
+        self._compression = compression
+        self._sparse_as_dense = sparse_as_dense
+        if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
+            raise ValueError(f"{what}: backward_passes_per_step={backward_passes_per_step!r} must be an int >= 1")
+        self.backward_passes_per_step = backward_passes_per_step
+        op = mpi_ops.resolve_op(op, None, what)
+        if gradient_predivide_factor != 1.0 and op != mpi_ops.Average:
+            raise ValueError(f"{what}: gradient_predivide_factor={gradient_predivide_factor} needs op=Average")
+        if gradient_predivide_factor <= 0:
+            raise ValueError(f"{what}: gradient_predivide_factor={gradient_predivide_factor} must be > 0")
+        self._op = mpi_ops._GJ_OPS[op]
+        self._prescale = 1.0 / gradient_predivide_factor
+        self._postscale = float(gradient_predivide_factor)
+
+        self._params = [p for g in self.param_groups for p in g["params"]]
+        self._names = _names(named_parameters, self._params, what)
+        if len({id(p) for p in self._params}) != len(self._params):
+            raise ValueError(f"{what}: a parameter appears in more than one param group")
+        wire = [self._wire_dtype(p) for p in self._params]
+        for p, name in zip(self._params, self._names):
+            check_tensor(torch.empty(0, dtype=p.dtype, device=p.device), what, f"parameter {name!r}", reduce=True)
+        nbytes = [p.numel() * torch.empty(0, dtype=d).element_size() for p, d in zip(self._params, wire)]
+        self._index = {id(p): i for i, p in enumerate(self._params)}
+        self._buckets = plan_buckets(nbytes, [str(d) for d in wire], _bucket_bytes(),
+                                     self._group_indices(groups, what))
+        self._bucket_of = [0] * len(self._params)
+        for b, members in enumerate(self._buckets):
+            for i in members:
+                self._bucket_of[i] = b
+        mpi_ops.agree(self._comm, what, (
+            ("parameters", tuple((tuple(p.shape), str(p.dtype)) for p in self._params)),
+            ("buckets", tuple(tuple(b) for b in self._buckets)), ("op", op),
+            ("backward_passes_per_step", backward_passes_per_step),
+            ("gradient_predivide_factor", float(gradient_predivide_factor)),
+            ("compression", compression.__name__)))
+
+        self._lock = threading.RLock()
+        self._grad_accs = {}
+        self._should_synchronize = True
+        self._reset_step()
+        self._register_hooks()
+
+    # ---- planning helpers ----------------------------------------------------------------
+    def _wire_dtype(self, p):
+        return self._compression.compress(torch.empty(0, dtype=p.dtype))[0].dtype
+
+    def _group_indices(self, groups, what):
+        if groups is None or isinstance(groups, int):
+            return groups
+        out = []
+        for g, members in enumerate(groups):
+            idx = []
+            for p in members:
+                if id(p) not in self._index:
+                    raise ValueError(f"{what}: groups[{g}] holds a tensor that is not a parameter of the optimizer")
+                idx.append(self._index[id(p)])
+            out.append(idx)
+        return out
+
+    # ---- per-step state ----------------------------------------------------------------
+    def _reset_step(self):
+        self._counts = [0] * len(self._params)
+        self._missing = [len(b) for b in self._buckets]
+        self._next_bucket = 0
+        self._inflight = []  # (bucket, request, [(index, wire tensor, fired here)])
+
+    def _register_hooks(self):
+        for i, p in enumerate(self._params):
+            if p.requires_grad and i not in self._grad_accs:
+                acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                acc.register_hook(self._make_hook(i))
+                self._grad_accs[i] = acc
+
+    def _make_hook(self, i):
+        def hook(*_):
+            with self._lock:
+                self._on_grad(i)
+        return hook
+
+    def _on_grad(self, i):
+        if self._counts[i] >= self.backward_passes_per_step:
+            raise AssertionError(
+                f"gradient of parameter {self._names[i]!r} computed more than backward_passes_per_step="
+                f"{self.backward_passes_per_step} times before step()/synchronize(); increase "
+                "backward_passes_per_step to accumulate gradients locally")
+        p = self._params[i]
+        if p.grad is not None and p.grad.is_sparse:
+            if not self._sparse_as_dense:
+                raise ValueError(f"parameter {self._names[i]!r} has a sparse gradient; gj reduces dense "
+                                 "tensors only: pass sparse_as_dense=True to DistributedOptimizer")
+            p.grad = p.grad.to_dense()
+        self._counts[i] += 1
+        if self._counts[i] == self.backward_passes_per_step:
+            self._missing[self._bucket_of[i]] -= 1
+            while self._next_bucket < len(self._buckets) and self._missing[self._next_bucket] == 0:
+                self._issue(self._next_bucket)
+                self._next_bucket += 1
+
+    def _issue(self, b):
+        items = []
+        for i in self._buckets[b]:
+            p = self._params[i]
+            fired = self._counts[i] > 0 or (i not in self._grad_accs and p.grad is not None)
+            if fired and p.grad is not None:
+                wire, _ = self._compression.compress(p.grad)
+                wire = wire.contiguous()
+            else:
+                fired = False
+                wire = torch.zeros(p.shape, dtype=self._wire_dtype(p), device=p.device)
+            items.append((i, wire, fired))
+        wires = [w for _, w, _ in items]
+        try:
+            self._comm.set_check(False)
+            req = self._comm.grouped_allreduce([ptr(w) for w in wires], [ptr(w) for w in wires],
+                                               [w.numel() for w in wires], _dtype(wires[0]), self._op,
+                                               self._prescale, self._postscale, stream(wires[0]),
+                                               nonblocking=True)
+        except GjError as e:
+            raise HorovodInternalError.wrap(e) from None
+        self._inflight.append((b, req, items))
+
+    # ---- public API ----------------------------------------------------------------------
+    def synchronize(self):
+        """Issues the buckets not issued yet and waits for every reduction; afterwards each
+        parameter's .grad is the reduced gradient (see the module docstring)."""
+        with self._lock:
+            while self._next_bucket < len(self._buckets):
+                self._issue(self._next_bucket)
+                self._next_bucket += 1
+            fired = torch.zeros(max(1, len(self._params)), dtype=torch.uint8)
+            for _, _, items in self._inflight:
+                for i, _, here in items:
+                    fired[i] = 1 if here else 0
+            try:
+                flag_req = self._comm.allreduce(ptr(fired), ptr(fired), fired.numel(), _lib.UINT8, _lib.MAX,
+                                                nonblocking=True)
+                for _, req, _ in self._inflight:
+                    req.wait()
+                flag_req.wait()
+            except GjError as e:
+                self._reset_step()
+                raise HorovodInternalError.wrap(e) from None
+            for _, _, items in self._inflight:
+                for i, wire, here in items:
+                    p = self._params[i]
+                    if here:
+                        if wire is not p.grad:
+                            p.grad.copy_(wire)
+                    elif fired[i]:
+                        g = wire.to(p.dtype)
+                        if p.grad is None:
+                            p.grad = g
+                        else:
+                            p.grad.copy_(g)
+            self._reset_step()
+            self._register_hooks()
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """step() inside this block does not synchronize (call synchronize() yourself first)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            self.synchronize()
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._inflight or any(self._counts):
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before "
+                                 "optimizer.step() or optimizer.synchronize(); the gradients are being "
+                                 "reduced (in place) and every rank must finish the step")
+        self._register_hooks()
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+def _dtype(t):
+    from ._tensor import DTYPES
+    return DTYPES[t.dtype]
+
+
+def _names(named_parameters, params, what):
+    if named_parameters is None:
+        return [f"allreduce.noname.{i}" for i in range(len(params))]
+    named = list(named_parameters)
+    for k, item in enumerate(named):
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+            raise ValueError(f"{what}: named_parameters[{k}] is not a (name, parameter) pair; pass "
+                             "model.named_parameters()")
+    names = [n for n, _ in named]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"{what}: named_parameters has duplicate names {dup}")
+    by_id = {id(p): n for n, p in named}
+    unnamed = [i for i, p in enumerate(params) if id(p) not in by_id]
+    if unnamed:
+        raise ValueError(f"{what}: named_parameters was given but {len(unnamed)} of the optimizer's "
+                         f"parameters are not in it (indices {unnamed[:5]}); pass every parameter's name")
+    return [by_id[id(p)] for p in params]
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1, op=mpi_ops.Average, gradient_predivide_factor=1.0,
+                         groups=None, sparse_as_dense=False, process_set=global_process_set):
+    """Wraps optimizer (any torch.optim optimizer) so that step() first averages the gradients
+    across the process set (op Average; Sum, Min, Max, Product also work). The result is an
+    instance of a subclass of optimizer's class, holding its param groups and state."""
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"DistributedOptimizer: optimizer={optimizer!r:.80} is not a torch.optim.Optimizer")
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
+    wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
+                  gradient_predivide_factor, groups, sparse_as_dense, process_set)
+    wrapped.state.update(optimizer.state)
+    return wrapped
+
+
+del ctypes
