@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <utility>
 
 #include "agent_error.h"
 #include "cli.h"
@@ -60,12 +61,12 @@ int main(int argc, char** argv) {
       std::fputs(gj::version_text().c_str(), stdout);
       return gj::exit_code::kOk;
     }
-    const gj::EnvMap merged = gj::apply_overrides(env, cli);
-    gj::setup_logging("", gj::parse_settings(merged).log_level);
-    const gj::JobSpec spec = gj::parse_job_spec(merged);
+    gj::AgentSettings settings = gj::resolve_settings(env, cli.flags);
+    gj::setup_logging("", settings.log_level);
+    const gj::JobSpec spec = gj::parse_job_spec(env, std::move(settings));
     gj::setup_logging(std::string(gj::to_string(spec.role)) + "@" + (spec.pod_name.empty() ? "?" : spec.pod_name),
                       spec.settings.log_level);
-    return spec.role == gj::Role::Worker ? gj::run_worker(spec, merged, cli) : gj::run_master(spec, merged, cli);
+    return spec.role == gj::Role::Worker ? gj::run_worker(spec, env, cli) : gj::run_master(spec, env, cli);
   } catch (const gj::AgentError& e) {
     return fail(e.exit_code, e.message, !dry_run);
   } catch (const gj::LaunchError& e) {

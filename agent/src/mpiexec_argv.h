@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "defaults.h"
 #include "job_spec.h"
 #include "mpi_flavour.h"
 #include "plan.h"
@@ -23,8 +24,8 @@ inline constexpr std::size_t kHostArgLimit = 96 * 1024;
 // ssh that never prompts: batch mode, no host-key questions, bounded connect, our port, and
 // the copied (mode 0600) client keys.
 struct SshOptions {
-  int port = 22;
-  std::int64_t connect_timeout_s = 10;
+  int port = defaults::kSshPort;
+  std::int64_t connect_timeout_s = defaults::kSshConnectTimeoutS;
   std::vector<std::string> identity_files;
 };
 std::vector<std::string> ssh_client_args(const SshOptions& ssh);

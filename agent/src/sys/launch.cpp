@@ -19,7 +19,7 @@
 #include <cstring>
 #include <thread>
 
-#include "../exit_codes.h"
+#include "exit_codes.h"
 #include "internal.h"
 
 extern char** environ;

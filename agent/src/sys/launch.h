@@ -10,30 +10,29 @@
 #include <utility>
 #include <vector>
 
+#include "agent_error.h"
+#include "defaults.h"
+
 namespace gj {
 
 // Everything needed to run an sshd that serves MPI ranks in a pod.
 struct SshdSetup {
-  std::string sshd_path = "/usr/sbin/sshd";  // GJ_SSHD / --sshd
-  std::string state_dir = "/run/gj-mpirun";  // GJ_STATE_DIR: 0700, root-owned; keys, config
-  int port = 22;                             // GJ_SSH_PORT / --ssh-port
-  std::string ssh_dir = "/root/.ssh";        // GJ_SSH_DIR: mounted (read-only) keys
+  std::string sshd_path = defaults::kSshd;     // GJ_SSHD / --sshd
+  std::string state_dir = defaults::kStateDir;  // GJ_STATE_DIR: 0700, root-owned; keys, config
+  int port = defaults::kSshPort;                // GJ_SSH_PORT / --ssh-port
+  std::string ssh_dir = defaults::kSshDir;      // GJ_SSH_DIR: mounted (read-only) keys
   // Written into the generated sshd_config as SetEnv so every ssh session (every MPI rank on
   // this node) sees this pod's own values. Already filtered and ordered by the caller.
   std::vector<std::pair<std::string, std::string>> session_env;
   // Added by gj_agent_sys (defaults are what the platform's images need):
   std::string privsep_dir = "/run/sshd";   // sshd's privilege separation dir, created 0755 when missing
-  std::string ssh_keygen = "ssh-keygen";   // GJ_SSH_KEYGEN: resolved through PATH
+  std::string ssh_keygen = defaults::kSshKeygen;  // GJ_SSH_KEYGEN: resolved through PATH
   std::vector<std::string> listen_addresses{"0.0.0.0", "::"};
   std::chrono::milliseconds listen_timeout{std::chrono::seconds(10)};  // master: wait for listen
   std::string shadow_file = "/etc/shadow";  // checked for a locked root account (warning only)
 };
 
-// Thrown by everything below; exit_code is the documented gj-mpirun exit code for the class.
-struct LaunchError {
-  int exit_code;
-  std::string message;  // one line: the call, the value, the fix
-};
+// Everything below throws LaunchError (agent_error.h) with the documented exit code of the class.
 
 // Worker: creates the privilege separation dir, host keys (private to the pod, in state_dir)
 // and a hardened sshd_config, then execs `sshd -D -e -f <config>`. Never returns.

@@ -7,10 +7,12 @@
 #include <utility>
 #include <vector>
 
+#include "defaults.h"
+
 namespace gj {
 
 struct SshdConfigSpec {
-  int port = 22;
+  int port = defaults::kSshPort;
   std::vector<std::string> listen_addresses{"0.0.0.0", "::"};
   std::vector<std::string> host_keys;  // absolute paths (private keys)
   std::string authorized_keys_file;    // absolute path

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "../exit_codes.h"
+#include "exit_codes.h"
 #include "internal.h"
 #include "launch.h"
 #include "private_files.h"
