@@ -13,6 +13,7 @@
 #include "exit_codes.h"
 #include "job_spec.h"
 #include "logging.h"
+#include "rank_env.h"
 #include "roles.h"
 #include "sys/launch.h"
 #include "sys/quote.h"
@@ -51,6 +52,13 @@ int main(int argc, char** argv) {
   gj::set_warning_sink([](const std::string& line) { spdlog::warn("{}", gj::one_line(line)); });
   bool dry_run = false;
   try {
+    // mpiexec starts every rank as `gj-mpirun --rank-exec ...`: no role, no settings, no log
+    // lines of its own but warnings.
+    if (argc > 1 && std::string(argv[1]) == gj::kRankExecFlag) {
+      gj::setup_logging("rank", "warn");
+      dry_run = true;  // a rank's failure is the job's; the termination log is the master's
+      return gj::run_rank(std::vector<std::string>(argv + 2, argv + argc), env);
+    }
     const gj::CommandLine cli = gj::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));
     dry_run = cli.dry_run;
     if (cli.action == gj::CommandLine::Action::Help) {

@@ -36,6 +36,10 @@ struct MpiexecRequest {
   SshOptions ssh;
   HostfileMode hostfile_mode = HostfileMode::Auto;
   std::string hostfile_path;  // where the hostfile goes when one is used
+  // This pod's name as the other pods resolve it. Hydra's proxies connect back to the launching
+  // node by its gethostname(), a pod's short name that other pods cannot resolve: hydra
+  // flavours pass this as -localhost. Empty: not passed.
+  std::string launcher_host;
 };
 
 struct Hostfile {

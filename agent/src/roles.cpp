@@ -13,6 +13,7 @@
 #include "local_files.h"
 #include "mpiexec_argv.h"
 #include "plan.h"
+#include "sys/host_facts.h"
 #include "sys/launch.h"
 #include "sys/private_files.h"
 #include "sys/readiness.h"
@@ -73,6 +74,14 @@ SshdSetup sshd_setup(const AgentSettings& s, const EnvMap& env) {
   return plan_sshd(s, std::move(filtered.kept));
 }
 
+// MASTER_PORT must be free on the first rank's host: asked of the kernel when that host is this
+// pod, else torchrun's default (nothing here can see the other pod's ports).
+MasterPort choose_master_port(const LaunchPlan& plan, const std::string& this_host) {
+  if (!plan.hosts.empty() && plan.hosts.front().host == this_host)
+    return {free_tcp_port(), "a free port on " + this_host + " (asked of the kernel at launch)"};
+  return {kDefaultMasterPort, "torchrun's default (the first rank's host is not this pod)"};
+}
+
 bool should_supervise(Supervise s) {
   if (s == Supervise::On) return true;
   if (s == Supervise::Off) return false;
@@ -90,6 +99,7 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   LaunchPlan plan = plan_master(spec, worker_hosts(spec), inv, env);
   if (plan.command.front() == s.python) require_program(s.python, "--python/GJ_PYTHON", env);
   for (const auto& w : plan.warnings) spdlog::warn("{}", w);
+  if (s.rank_env) add_rank_env(plan, self_executable(), env, choose_master_port(plan, spec.master_host));
 
   const Flavour flavour = choose_flavour(s, cli.dry_run);
   MpiexecRequest req;
@@ -99,6 +109,7 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   req.ssh.connect_timeout_s = s.ssh_connect_timeout_s;
   req.hostfile_mode = s.hostfile_mode;
   req.hostfile_path = s.state_dir + "/hostfile";
+  req.launcher_host = spec.master_host;
 
   if (cli.dry_run) {
     const MpiexecCommand cmd = build_mpiexec_command(plan, req);
@@ -151,6 +162,15 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   const int status = run_job(cmd.argv, should_supervise(s.supervise));
   if (status != 0) write_termination_message("mpiexec exited with status " + std::to_string(status));
   return status;
+}
+
+int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
+  if (args.size() < 3 || args[1] != "--")
+    throw AgentError{exit_code::kUsage, std::string("usage: gj-mpirun ") + kRankExecFlag + " <spec> -- <command...>"};
+  const RankEnv re = rank_environment(env, decode_rank_env_spec(args[0]));
+  for (const auto& w : re.warnings) spdlog::warn("{}", w);
+  for (const auto& [name, value] : re.set) ::setenv(name.c_str(), value.c_str(), 1);
+  return run_job(std::vector<std::string>(args.begin() + 2, args.end()), false);
 }
 
 int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {

@@ -44,6 +44,7 @@ struct AgentSettings {
   std::vector<std::string> exports;  // NAME, NAME=VALUE or PREFIX*
   bool default_exports = true;
   std::string master_host;  // empty: <pod>.<job>
+  bool rank_env = true;     // torchrun's RANK, WORLD_SIZE, ... for every rank
   std::string log_level;
 };
 

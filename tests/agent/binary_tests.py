@@ -9,6 +9,7 @@ becomes gj-mpirun's. Environment overrides (GJ_MPIEXEC, GJ_SSHD, GJ_STATE_DIR, G
 Usage: binary_tests.py <gj-mpirun> <test name>|all [extra args for the test]
 """
 import json
+import re
 import os
 import shlex
 import shutil
@@ -375,6 +376,66 @@ def test_bad_inputs(sb):
 
 # ---- the exec path -----------------------------------------------------------------------
 
+def without_rank_exec(argv):
+    """argv with the rank-exec wrapper (gj-mpirun --rank-exec SPEC --) removed, checked present."""
+    i = argv.index("--rank-exec")
+    check(argv[i - 1] == GJ and argv[i + 2] == "--", f"rank-exec wrapper {argv[i - 1:i + 3]}")
+    return argv[:i - 1] + argv[i + 3:]
+
+
+def test_rank_env_dry_run(sb):
+    """--dry-run names MASTER_ADDR/MASTER_PORT and where they come from; the user's values win;
+    --no-rank-env and GJ_RANK_ENV=0 take the wrapper out."""
+    r = sb.run(["--dry-run", sb.py], sb.env())
+    expect_rc(r, 0, "rank env dry run")
+    check("# rank env: MASTER_ADDR=job-master-0.job (the first rank's host)" in r.stdout, r.stdout)
+    check(re.search(r"# rank env: MASTER_PORT=\d+ \(a free port on job-master-0.job", r.stdout), r.stdout)
+    argv = shlex.split(r.stdout.splitlines()[-1])
+    check(without_rank_exec(argv)[-2:] == ["python3", sb.py], f"argv {argv}")
+    env = sb.env()
+    env.update(MASTER_ADDR="10.1.2.3", MASTER_PORT="4242")
+    j = json.loads(sb.run(["--dry-run", "--json", sb.py], env).stdout)
+    check(j["rank_env"]["MASTER_ADDR"] == "10.1.2.3" and j["rank_env"]["MASTER_PORT"] == 4242, j["rank_env"])
+    check("10.1.2.3,4242,4*3" in j["argv"], f"spec in argv {j['argv']}")
+    for args, extra in ((["--no-rank-env"], {}), ([], {"GJ_RANK_ENV": "0"})):
+        env = sb.env()
+        env.update(extra)
+        j = json.loads(sb.run(["--dry-run", "--json"] + args + [sb.py], env).stdout)
+        check(j["rank_env"] is None and "--rank-exec" not in j["argv"], f"{args} {extra}: {j['argv']}")
+    env = sb.env()
+    env["MASTER_PORT"] = "http"
+    r = sb.run(["--dry-run", sb.py], env)
+    expect_rc(r, 3, "bad MASTER_PORT")
+    check('MASTER_PORT="http"' in r.stderr, r.stderr)
+
+
+def test_rank_exec_mode(sb):
+    """The per-rank mode alone: from Open MPI's and hydra's variables, user values kept, exec."""
+    base = {"PATH": os.environ["PATH"]}
+    show = ["/bin/sh", "-c", "env | grep -E '^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|MASTER_ADDR|MASTER_PORT)=' | sort"]
+    cases = [
+        ({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "6", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+          "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, "m.job,1234,2*1,4*1",
+         ["GROUP_RANK=1", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=4", "MASTER_ADDR=m.job", "MASTER_PORT=1234", "RANK=3",
+          "WORLD_SIZE=6"]),
+        ({"PMI_RANK": "5", "PMI_SIZE": "6", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2", "MASTER_PORT": "999"},
+         "m.job,1234,2*3",
+         ["GROUP_RANK=2", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=m.job", "MASTER_PORT=999", "RANK=5",
+          "WORLD_SIZE=6"]),
+    ]
+    for extra, spec, want in cases:
+        env = dict(base, **extra)
+        r = subprocess.run([GJ, "--rank-exec", spec, "--"] + show, env=env, capture_output=True, text=True, timeout=30)
+        expect_rc(r, 0, spec)
+        check(r.stdout.split() == want, f"{spec}: {r.stdout.split()} want {want}")
+    r = subprocess.run([GJ, "--rank-exec", "m,1,1*1", "--", "true"], env=base, capture_output=True, text=True, timeout=30)
+    expect_rc(r, 3, "outside mpiexec")
+    check("neither OMPI_COMM_WORLD_RANK" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr)
+    r = subprocess.run([GJ, "--rank-exec", "m,1,1*1", "--", "/nonexistent/x"],
+                       env=dict(base, PMI_RANK="0", PMI_SIZE="1"), capture_output=True, text=True, timeout=30)
+    expect_rc(r, 127, "missing command")
+
+
 def test_exec_argv(sb):
     env = sb.env(master_cpu="2", worker_cpu="2")
     env["OMP_NUM_THREADS"] = "3"
@@ -384,8 +445,9 @@ def test_exec_argv(sb):
     hosts = "job-master-0.job:2,job-worker-0.job:2,job-worker-1.job:2"
     check(argv is not None, f"mpiexec not run: {r.stderr}")
     check([sb.mpiexec] + argv[:7] == ompi_head(sb.mpiexec, hosts, 6), f"argv head {argv[:7]}")
-    check(argv[-9:] == ["--bind-to", "none", "-x", "EXTRA=1", "python3", sb.py, "--lr", "0.1", "--"],
-          f"argv tail {argv[-9:]}")
+    tail = without_rank_exec(argv)
+    check(tail[-9:] == ["--bind-to", "none", "-x", "EXTRA=1", "python3", sb.py, "--lr", "0.1", "--"],
+          f"argv tail {tail[-9:]}")
     i = argv.index("OMP_NUM_THREADS")
     check(argv[i - 1] == "-x", "default export OMP_NUM_THREADS forwarded with -x")
     plm = argv[argv.index("plm_rsh_args") + 1]
@@ -598,6 +660,24 @@ def test_real_mpi_job(sb):
     for rank in (0, 1):
         check(f"rank {rank} of 2" in r.stdout, f"rank {rank} missing: {r.stdout}\n{r.stderr}")
     check("allreduce ok" in r.stdout, r.stdout)
+
+
+def test_torch_distributed(sb):
+    """An unchanged torch.distributed (gloo) script, master-only on 2 local slots, under the MPI
+    flavour named by EXTRA[1] (openmpi or mpich): every rank gets torchrun's variables."""
+    script, flavour = EXTRA[0], EXTRA[1]
+    env = sb.env(master_cpu="2", replicas="0", mpi_host="")
+    for k in ("GJ_MPIEXEC", "GJ_SSHD"):
+        env.pop(k)
+    env.update({"GJ_MASTER_HOST": "localhost", "GJ_NO_SSHD": "1", "GJ_PYTHON": "/usr/bin/python3",
+                "OMPI_MCA_btl": "self,vader,tcp", "OMPI_MCA_plm_rsh_agent": "false"})
+    if flavour == "mpich":
+        env.update({"GJ_MPI": "mpich", "GJ_MPIEXEC": "mpiexec.mpich"})
+    r = sb.run([script], env, timeout=150)
+    expect_rc(r, 0, f"torch.distributed job ({flavour}): {r.stdout}\n{r.stderr}")
+    for rank in (0, 1):
+        check(re.search(rf"^TORCHDIST ok rank={rank}/2 .* local={rank}/2 group=0 master=localhost:\d+$", r.stdout, re.M),
+              f"rank {rank}: {r.stdout}\n{r.stderr}")
 
 
 def test_real_mpi_over_ssh(sb):
