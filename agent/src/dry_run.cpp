@@ -123,6 +123,7 @@ std::string master_dry_run_text(const MasterDryRun& d) {
     out += "# hosts: on the command line\n";
   }
   if (d.keys_at_run_time) out += "# ssh: -i <copied key> is added for each client key found at run time\n";
+  for (const auto& n : d.plan.notes) out += "# " + n + "\n";
   out += rank_env_text(d);
   for (const auto& w : d.plan.warnings) out += "# warning: " + w + "\n";
   out += env_prefix(d.command) + shell_join(redacted_argv(d.command.argv)) + "\n";
@@ -152,6 +153,7 @@ std::string master_dry_run_json(const MasterDryRun& d) {
   std::vector<std::string> exported;
   for (const auto& v : d.plan.exports) exported.push_back(v.name);
   out += ",\"exports\":" + json_array(exported);
+  out += ",\"notes\":" + json_array(d.plan.notes);
   out += ",\"rank_env\":";
   if (d.plan.rank_env) {
     out += "{\"MASTER_ADDR\":" + json_string(d.plan.rank_env->master_addr) +

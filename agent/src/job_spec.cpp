@@ -22,6 +22,7 @@ constexpr const char* kWorkerCpu = "GJ_TRAINING_WORKER_CPU_LIMIT";
 constexpr const char* kWorkerGpu = "GJ_TRAINING_WORKER_GPU_LIMIT";
 constexpr const char* kWorkerReplicas = "GJ_TRAINING_WORKER_REPLICAS";
 constexpr const char* kMpiHost = "MPI_HOST";
+constexpr const char* kMpiJobRole = "K_MPI_JOB_ROLE";
 
 std::optional<std::string> read(const EnvMap& env, const std::string& name) { return read_variable(env, name); }
 
@@ -51,6 +52,20 @@ RoleResources resources(const EnvMap& env, const char* cpu, const char* gpu, con
   return r;
 }
 
+// Kubeflow MPIJob: the operator sets K_MPI_JOB_ROLE; hosts and slots come from its hostfile
+// (read by the launcher's run), the pod's name from HOSTNAME (Kubernetes sets it).
+JobSpec mpijob_spec(JobSpec spec, const EnvMap& env, const std::string& role) {
+  spec.platform = Platform::MpiJob;
+  if (role == "launcher") spec.role = Role::Master;
+  else if (role == "worker") spec.role = Role::Worker;
+  else
+    throw AgentError{exit_code::kBadEnvironment, quoted_setting(kMpiJobRole, role) +
+                                                     " is not a known role; the mpi-operator sets launcher or worker"};
+  spec.pod_name = text_or(env, "HOSTNAME", "");
+  spec.master_host = spec.settings.master_host;  // empty: derived from the hostfile (mpijob.h)
+  return spec;
+}
+
 }  // namespace
 
 const char* to_string(Role r) { return r == Role::Master ? "master" : "worker"; }
@@ -60,6 +75,16 @@ JobSpec parse_job_spec(const EnvMap& env) { return parse_job_spec(env, resolve_s
 JobSpec parse_job_spec(const EnvMap& env, AgentSettings settings) {
   JobSpec spec;
   spec.settings = std::move(settings);
+  const auto k_role = read(env, kMpiJobRole);
+  if (!read(env, kRole) && k_role) return mpijob_spec(std::move(spec), env, *k_role);
+  if (k_role)
+    spec.platform_note = std::string("both ") + kRole + " and " + kMpiJobRole + " are set: using the gj platform's " +
+                         "GJ_TRAINING_* (unset " + kRole + " to run as a Kubeflow MPIJob)";
+  if (!read(env, kRole))
+    throw AgentError{exit_code::kBadEnvironment,
+                     std::string(kRole) + " is not set (nor " + kMpiJobRole +
+                         ", which a Kubeflow MPIJob sets); the platform sets it on every pod of an MPI job; for a "
+                         "local run export it yourself"};
   const std::string role = required_text(env, kRole);
   if (role == "master") {
     spec.role = Role::Master;

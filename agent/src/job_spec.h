@@ -23,7 +23,13 @@ struct RoleResources {
   std::int64_t replicas = 0;
 };
 
+// Which platform's environment the pod has: the gj/Volcano platform's GJ_TRAINING_* (and
+// MPI_HOST), or a Kubeflow MPIJob's K_MPI_JOB_ROLE + hostfile (mpijob.h).
+enum class Platform { Volcano, MpiJob };
+
 struct JobSpec {
+  Platform platform = Platform::Volcano;
+  std::string platform_note;  // one line when the choice needs saying (both environments present)
   Role role = Role::Master;
   std::string job_name;
   std::string pod_name;

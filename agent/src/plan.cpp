@@ -39,6 +39,7 @@ const char* to_string(Layout l) {
     case Layout::BothGpu: return "master+workers on GPU";
     case Layout::WorkersOnly: return "workers only (GPU workers, CPU master)";
     case Layout::MasterOnly: return "master only (GPU master, CPU or no workers)";
+    case Layout::Hostfile: return "hosts and slots from the MPIJob hostfile";
   }
   return "?";
 }

@@ -28,6 +28,7 @@ enum class Layout {
   BothGpu,      // GPUs on both: master + workers, GPU limits are slots
   WorkersOnly,  // master CPU, workers GPU: ranks on workers only
   MasterOnly,   // master GPU, workers CPU or none: ranks on the master only
+  Hostfile,     // Kubeflow MPIJob: hosts and slots from the operator's hostfile
 };
 const char* to_string(Layout l);
 
@@ -47,6 +48,7 @@ struct LaunchPlan {
   std::vector<std::string> mpi_args;
   std::vector<ForwardedVar> exports;
   std::vector<std::string> warnings;   // logged, never fatal
+  std::vector<std::string> notes;      // where values came from, for --dry-run
   // Set when every rank gets torchrun's variables (command then starts with `gj-mpirun --rank-exec`).
   std::optional<RankEnvSpec> rank_env;
   RankEnvOrigin rank_env_origin;

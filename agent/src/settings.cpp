@@ -108,6 +108,12 @@ std::vector<Setting> make_table() {
       platform("GJ_TRAINING_WORKER_GPU_LIMIT", "", "worker GPUs; slots on each worker when GPUs are used"),
       platform("GJ_TRAINING_WORKER_REPLICAS", "", "worker replicas; must equal the number of worker hosts"),
       platform("MPI_HOST", "(absent)", "worker hosts, comma-separated (Volcano mpi plugin); empty fields ignored"),
+      // Written by the Kubeflow mpi-operator (MPIJob v2beta1) instead; read only without GJ_TRAINING_ROLE.
+      platform("K_MPI_JOB_ROLE", "", "Kubeflow MPIJob pod role: launcher (plans from the hostfile, runs mpiexec) or worker (sshd)"),
+      platform("OMPI_MCA_orte_default_hostfile", "", "MPIJob with Open MPI: the hostfile (`host slots=N` lines); selects Open MPI"),
+      platform("HYDRA_HOST_FILE", "", "MPIJob with MPICH: the hostfile (`host:N` lines); selects MPICH"),
+      platform("I_MPI_HYDRA_HOST_FILE", "", "MPIJob with Intel MPI: the hostfile (`host:N` lines); selects Intel MPI"),
+      platform("HOSTNAME", "", "this pod's name (MPIJob: the launcher's own entry in the hostfile starts with it)"),
       // gj-mpirun's own settings.
       {"GJ_HOSTS_FILE", {{"--hosts-file", nullptr}}, "F", T::Text, "", nullptr,
        "read worker hosts from this file (one per line) instead of MPI_HOST; when neither is set, "

@@ -436,6 +436,49 @@ def test_rank_exec_mode(sb):
     expect_rc(r, 127, "missing command")
 
 
+def test_mpijob_dry_run(sb):
+    """A Kubeflow MPIJob launcher with no GJ_TRAINING_*: hosts, slots, np and the flavour from the
+    operator's hostfile and variables, each value's origin in the dry run; the bad and ambiguous
+    environments give one line."""
+    hostfile = sb._write(os.path.join(sb.dir, "hostfile"),
+                         "mpj-worker-0.mpj.ns.svc:2\n\n# comment\nmpj-worker-1.mpj.ns.svc:2\n", 0o444)
+    env = {k: v for k, v in sb.env().items() if not k.startswith("GJ_TRAINING_") and k != "MPI_HOST"}
+    env.update(K_MPI_JOB_ROLE="launcher", HYDRA_HOST_FILE=hostfile, HOSTNAME="mpj-launcher")
+    r = sb.run(["--dry-run", sb.script], env)
+    expect_rc(r, 0, "mpijob dry run")
+    out = r.stdout
+    for want in ("MPI_HOSTS=mpj-worker-0.mpj.ns.svc:2,mpj-worker-1.mpj.ns.svc:2", "MPI_NP=4",
+                 "# mpi: mpich (from the operator's HYDRA_HOST_FILE)",
+                 "# platform: Kubeflow MPIJob (K_MPI_JOB_ROLE=launcher)",
+                 f"# hosts and slots: {hostfile} (from HYDRA_HOST_FILE)", "# np: the sum of the hostfile's slots",
+                 "# rank env: MASTER_ADDR=mpj-worker-0.mpj.ns.svc (the first rank's host)",
+                 "MASTER_PORT=29500 (torchrun's default"):
+        check(want in out, f"dry run lacks {want!r}:\n{out}")
+    argv = shlex.split(out.splitlines()[-1])
+    check(argv[argv.index("-localhost") + 1] == "mpj-launcher.mpj.ns.svc", f"-localhost in {argv}")
+    r = sb.run(["--dry-run", "--json", "-np", "3", "--", sb.script], env)
+    expect_rc(r, 0, "mpijob -np")
+    j = json.loads(r.stdout)
+    check(j["np"] == 3 and "# np: your -np 3" not in j["notes"] and "np: your -np 3" in j["notes"], j)
+    check(j["wait_for"] == ["mpj-worker-0.mpj.ns.svc", "mpj-worker-1.mpj.ns.svc"], j["wait_for"])
+    bad = dict(env, HYDRA_HOST_FILE=sb._write(os.path.join(sb.dir, "bad"), "a.j:2\nb.j:x\n", 0o444))
+    r = sb.run(["--dry-run", sb.script], bad)
+    expect_rc(r, 3, "bad hostfile line")
+    check('line 2 "b.j:x"' in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr)
+    gone = dict(env, HYDRA_HOST_FILE=os.path.join(sb.dir, "absent"))
+    r = sb.run(["--dry-run", sb.script], gone)
+    expect_rc(r, 3, "no hostfile")
+    check("does not exist (K_MPI_JOB_ROLE=launcher)" in r.stderr, r.stderr)
+    both = dict(sb.env(), K_MPI_JOB_ROLE="launcher")
+    r = sb.run(["--dry-run", sb.script], both)
+    expect_rc(r, 0, "both environments")
+    check("# both GJ_TRAINING_ROLE and K_MPI_JOB_ROLE are set: using the gj platform's" in r.stdout, r.stdout)
+    neither = {k: v for k, v in env.items() if k != "K_MPI_JOB_ROLE"}
+    r = sb.run(["--dry-run", sb.script], neither)
+    expect_rc(r, 3, "neither environment")
+    check("GJ_TRAINING_ROLE is not set (nor K_MPI_JOB_ROLE" in r.stderr, r.stderr)
+
+
 def test_exec_argv(sb):
     env = sb.env(master_cpu="2", worker_cpu="2")
     env["OMP_NUM_THREADS"] = "3"

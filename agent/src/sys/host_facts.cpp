@@ -22,6 +22,13 @@ std::string self_executable() {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
+std::string local_host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0)
+    throw LaunchError{exit_code::kInternal, std::string("gethostname failed: ") + std::strerror(errno)};
+  return buf;
+}
+
 int free_tcp_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
