@@ -16,6 +16,7 @@
 #include "rank_env.h"
 #include "roles.h"
 #include "sys/launch.h"
+#include "sys/termination.h"
 #include "sys/quote.h"
 
 extern char** environ;
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
       dry_run = true;  // a rank's failure is the job's; the termination log is the master's
       return gj::run_rank(std::vector<std::string>(argv + 2, argv + argc), env);
     }
+    gj::install_termination_handlers();  // PID 1 ignores SIGTERM without one (sys/termination.h)
     const gj::CommandLine cli = gj::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));
     dry_run = cli.dry_run;
     if (cli.action == gj::CommandLine::Action::Help) {

@@ -50,10 +50,11 @@ struct Flavour {
 Flavour choose_flavour(const AgentSettings& s, bool dry_run) {
   if (s.mpi) return {*s.mpi, "from --mpi/GJ_MPI"};
   std::string out;
+  spdlog::info("detecting the MPI flavour: `{} --version` (up to {} s; --mpi skips this)", s.mpiexec, s.detect_timeout_s);
   try {
-    out = capture_output({s.mpiexec, "--version"});
+    out = capture_output({s.mpiexec, "--version"}, std::chrono::seconds(s.detect_timeout_s));
   } catch (const LaunchError& e) {
-    if (!dry_run) throw;
+    if (!dry_run) throw LaunchError{e.exit_code, e.message + "; pass --mpi=openmpi|openmpi5|mpich|intel to skip detection"};
     spdlog::warn("`{} --version` failed ({}); the dry run assumes Open MPI 4", s.mpiexec, e.message);
     return {MpiFlavour::OpenMpi4, "assumed: `mpiexec --version` failed"};
   }
@@ -97,7 +98,7 @@ Flavour mpijob_flavour(const AgentSettings& s, const MpiJobEnv& me, bool dry_run
   const std::string from = "from the operator's " + me.hostfile_variable;
   if (*me.flavour != MpiFlavour::OpenMpi4) return {*me.flavour, from};
   try {
-    if (const auto f = detect_flavour(capture_output({s.mpiexec, "--version"})))
+    if (const auto f = detect_flavour(capture_output({s.mpiexec, "--version"}, std::chrono::seconds(s.detect_timeout_s))))
       if (*f == MpiFlavour::OpenMpi4 || *f == MpiFlavour::OpenMpi5) return {*f, from + " and `mpiexec --version`"};
   } catch (const LaunchError& e) {
     if (!dry_run) throw;

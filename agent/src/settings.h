@@ -35,6 +35,7 @@ struct AgentSettings {
   int ssh_port = 0;
   std::int64_t ssh_connect_timeout_s = 0;
   std::int64_t ready_timeout_s = 0;
+  std::int64_t detect_timeout_s = 0;  // bound on `mpiexec --version`
   bool no_wait = false;
   bool ssh_check = false;
   bool no_sshd = false;

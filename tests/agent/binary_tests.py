@@ -23,7 +23,13 @@ GJ = None
 EXTRA = []
 
 STUB_MPIEXEC = r"""#!/bin/sh
-if [ "$1" = "--version" ]; then echo "${STUB_VERSION:-mpiexec (OpenRTE) 4.1.4}"; exit 0; fi
+if [ "$1" = "--version" ]; then
+  case "$STUB_VERSION_MODE" in
+    hang) exec sleep 1000 ;;
+    flood) exec yes "${STUB_VERSION:-mpiexec (OpenRTE) 4.1.4}" ;;
+  esac
+  echo "${STUB_VERSION:-mpiexec (OpenRTE) 4.1.4}"; exit 0
+fi
 out="$(dirname "$0")/mpiexec.argv"
 : > "$out"
 for a in "$@"; do printf '%s\0' "$a" >> "$out"; done
@@ -477,6 +483,115 @@ def test_mpijob_dry_run(sb):
     r = sb.run(["--dry-run", sb.script], neither)
     expect_rc(r, 3, "neither environment")
     check("GJ_TRAINING_ROLE is not set (nor K_MPI_JOB_ROLE" in r.stderr, r.stderr)
+
+
+def test_version_bounded(sb):
+    """`mpiexec --version` that never returns: a clear error after GJ_MPI_DETECT_TIMEOUT (the dry
+    run falls back to Open MPI 4 and says so); one that floods output is read only so far."""
+    env = sb.env()
+    env.update(STUB_VERSION_MODE="hang", GJ_MPI_DETECT_TIMEOUT="1")
+    t0 = time.monotonic()
+    r = sb.run([sb.script], env)
+    expect_rc(r, 6, "hanging --version")
+    check(time.monotonic() - t0 < 5, f"took {time.monotonic() - t0:.1f} s")
+    err = [l for l in r.stderr.splitlines() if " error]" in l]
+    check(len(err) == 1 and "did not finish within 1 s" in err[0] and "pass --mpi=" in err[0], r.stderr)
+    r = sb.run(["--dry-run", sb.script], env)
+    expect_rc(r, 0, "dry run, hanging --version")
+    check("assumes Open MPI 4" in r.stderr and "# mpi: openmpi4 (assumed" in r.stdout, r.stdout + r.stderr)
+    env["STUB_VERSION_MODE"] = "flood"
+    t0 = time.monotonic()
+    r = sb.run(["--dry-run", sb.script], env)
+    expect_rc(r, 0, "flooding --version")
+    check(time.monotonic() - t0 < 5 and "detected from" in r.stdout, r.stdout)
+    check_no_process_left("sleep 1000")
+
+
+def check_no_process_left(needle):
+    left = []
+    for _ in range(20):
+        left = [p for p in os.listdir("/proc") if p.isdigit() and needle in _cmdline(p)]
+        if not left:
+            return
+        time.sleep(0.05)
+    for pid in left:
+        os.kill(int(pid), signal.SIGKILL)
+    check(False, f"processes {left} ({needle}) outlived gj-mpirun")
+
+
+def _pid1_of(unshare_pid):
+    """The host pid of the first process inside `unshare --pid --fork`."""
+    for _ in range(100):
+        try:
+            with open(f"/proc/{unshare_pid}/task/{unshare_pid}/children") as f:
+                kids = f.read().split()
+            if kids:
+                return int(kids[0])
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return None
+
+
+def terminate_in_phase(sb, args, env, wait_for, as_pid1, what):
+    """Starts gj-mpirun, waits until stderr shows `wait_for` (its phase), sends SIGTERM and checks
+    exit 143 within 1 s."""
+    err_path = os.path.join(sb.dir, "phase.err")
+    cmd = [GJ] + args
+    if as_pid1:
+        cmd = [shutil.which("unshare"), "--pid", "--fork", "--kill-child"] + cmd
+    with open(err_path, "w") as err:
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+    target = _pid1_of(p.pid) if as_pid1 else p.pid
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with open(err_path) as f:
+            if wait_for in f.read():
+                break
+        time.sleep(0.05)
+    else:
+        p.kill()
+        check(False, f"{what}: never reached the phase ({wait_for!r})")
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    os.kill(target, signal.SIGTERM)
+    try:
+        rc = p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = None
+    took = time.monotonic() - t0
+    check(rc == 143 and took < 1.0, f"{what}: rc {rc} after {took:.2f} s (want 143 within 1 s)")
+
+
+def test_sigterm_every_phase(sb):
+    """SIGTERM ends gj-mpirun within 1 s with 143 in flavour detection and in the readiness gate,
+    as PID 1 (which ignores signals without a handler) and not, leaving no child behind."""
+    modes = [False] + ([True] if os.geteuid() == 0 and shutil.which("unshare") else [])
+    for as_pid1 in modes:
+        env = sb.env()
+        env.update(STUB_VERSION_MODE="hang", GJ_MPI_DETECT_TIMEOUT="60", GJ_LOG_LEVEL="debug")
+        terminate_in_phase(sb, [sb.script], env, "detecting the MPI flavour", as_pid1, f"detection (pid1={as_pid1})")
+        check_no_process_left("sleep 1000")
+        env = sb.env(replicas="1", mpi_host="localhost")
+        env.pop("GJ_NO_WAIT")
+        env["GJ_SSH_PORT"] = str(free_port())
+        terminate_in_phase(sb, ["--ready-timeout", "60", sb.script], env, "waiting up to 60 s", as_pid1,
+                           f"gate (pid1={as_pid1})")
+
+
+def test_sigterm_gate_stops_sshd(sb):
+    """SIGTERM while the gate waits, after the master's own (real) sshd started: 143 and that
+    sshd does not outlive gj-mpirun."""
+    sshd = real_sshd("sigterm_gate_stops_sshd")
+    if sshd is None:
+        return
+    env = sb.env(replicas="1", mpi_host="never-resolves.invalid")
+    for k in ("GJ_NO_WAIT", "GJ_NO_SSHD", "GJ_SSHD"):
+        env.pop(k)
+    env.update({"GJ_SSHD": sshd, "GJ_SSH_PORT": str(free_port()), "GJ_MASTER_HOST": "127.0.0.1"})
+    terminate_in_phase(sb, ["--ready-timeout", "60", sb.script], env, "waiting up to 60 s", False, "gate with sshd")
+    check_no_sshd_left(sb)
 
 
 def test_exec_argv(sb):

@@ -45,8 +45,12 @@ void start_background_sshd(const SshdSetup& setup);
 // (mounted secrets are often group-readable and ssh refuses them). Returns the copied paths.
 std::vector<std::string> prepare_client_keys(const SshdSetup& setup);
 
-// Runs argv, returns its stdout+stderr (for `mpiexec --version`). Throws LaunchError.
-std::string capture_output(const std::vector<std::string>& argv);
+// Runs argv, returns its stdout+stderr (for `mpiexec --version`): at most max_bytes (then the
+// child is killed), within timeout (else the child is killed and LaunchError kSetupFailed names
+// the command and the limit). Throws LaunchError.
+std::string capture_output(const std::vector<std::string>& argv,
+                           std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                           std::size_t max_bytes = 64 * 1024);
 
 // Runs the job: argv[0] resolved through PATH. When supervise is false, execs (never
 // returns). When true (PID 1 duty), forks, forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT (and
@@ -104,9 +108,12 @@ int shell_status(int wait_status);
 struct CaptureResult {
   int status = 0;
   std::string output;
+  bool truncated = false;  // max_bytes reached: the child was killed there
 };
-// Runs argv to completion (stdin /dev/null), output capped at max_bytes (rest discarded).
-CaptureResult run_and_capture(const std::vector<std::string>& argv, std::size_t max_bytes = 1 << 20);
+// Runs argv to completion (stdin /dev/null), output capped at max_bytes (the child is killed
+// there), within timeout (else killed, LaunchError kSetupFailed).
+CaptureResult run_and_capture(const std::vector<std::string>& argv, std::size_t max_bytes = 1 << 20,
+                              std::chrono::milliseconds timeout = std::chrono::minutes(2));
 
 // Background processes we started and must not leave behind (the master's sshd). run_job's
 // supervise mode terminates them after the job has exited; so does exit() (an atexit handler);
