@@ -1,12 +1,13 @@
 #include "cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <memory>
 
 #include "agent_error.h"
 #include "sys/quote.h"
 #include "exit_codes.h"
-#include "job_spec.h"
+#include "settings.h"
 
 #ifndef GJ_VERSION
 #define GJ_VERSION "0.0.0"
@@ -15,26 +16,14 @@
 namespace gj {
 namespace {
 
-// Options parsed into `values` (flag name -> value) so one table maps them to variables.
+// gj-mpirun's own options, built from settings_table(): every value a flag gives is collected
+// into `flags` (variable -> values), never into the environment.
 struct Parser {
   CLI::App app{"gj-mpirun: launch agent for MPI training jobs on Kubernetes/Volcano", "gj-mpirun"};
   bool help = false, version = false, dry_run = false, json = false;
-  bool no_wait = false, ssh_check = false, no_sshd = false, supervise = false, no_supervise = false;
-  bool no_default_exports = false;
-  std::map<std::string, std::string> values;
-  std::vector<std::string> exports, mpi_args;
-
-  // Option name -> environment variable it overrides.
-  const std::vector<std::pair<std::string, std::string>> value_options = {
-      {"--log-level", "GJ_LOG_LEVEL"},     {"--mpi", "GJ_MPI"},
-      {"--mpiexec", "GJ_MPIEXEC"},         {"--python", "GJ_PYTHON"},
-      {"--sshd", "GJ_SSHD"},               {"--ssh-port", "GJ_SSH_PORT"},
-      {"--ssh-connect-timeout", "GJ_SSH_CONNECT_TIMEOUT"},
-      {"--ssh-dir", "GJ_SSH_DIR"},         {"--state-dir", "GJ_STATE_DIR"},
-      {"--ready-timeout", "GJ_READY_TIMEOUT"},
-      {"--hosts-file", "GJ_HOSTS_FILE"},   {"--hostfile-mode", "GJ_HOSTFILE_MODE"},
-      {"--master-host", "GJ_MASTER_HOST"},
-  };
+  FlagValues flags;
+  std::vector<std::string> switches_seen;  // switch flags given, for contradiction checks
+  std::vector<std::string> mpi_args;
 
   Parser() {
     app.set_help_flag();
@@ -43,21 +32,35 @@ struct Parser {
     app.add_flag("--version", version, "print the version and exit");
     app.add_flag("--dry-run", dry_run, "print MPI_HOSTS, MPI_NP and the command; start nothing");
     app.add_flag("--json", json, "with --dry-run: one JSON object instead of text");
-    for (const auto& [flag, var] : value_options) {
-      std::string desc = var;
-      for (const auto& d : env_table())
-        if (var == d.name) desc = std::string(d.meaning) + " (" + var + ")";
-      app.add_option_function<std::string>(
-          flag, [this, f = flag](const std::string& v) { values[f] = v; }, desc);
+    for (const Setting& row : settings_table()) {
+      for (const SettingFlag& f : row.flags) {
+        const std::string var = row.variable;
+        if (f.implied == nullptr) {
+          std::string desc = std::string(row.help) + " (" + var + ")";
+          if (row.type == SettingType::List) {
+            app.add_option_function<std::vector<std::string>>(
+                f.name, [this, var](const std::vector<std::string>& v) { flags[var] = v; }, desc);
+          } else {
+            app.add_option_function<std::string>(
+                f.name, [this, var](const std::string& v) { flags[var].push_back(v); }, desc);
+          }
+        } else {
+          const std::string desc = std::string(row.help) + " (" + var + "=" + f.implied + ")";
+          app.add_flag_callback(
+              f.name,
+              [this, var, name = std::string(f.name), value = std::string(f.implied)] {
+                flags[var].push_back(value);
+                switches_seen.push_back(name);
+              },
+              desc);
+        }
+      }
     }
-    app.add_option("--export", exports, "forward NAME, NAME=VALUE or PREFIX* to every rank (repeatable; GJ_EXPORT)");
     app.add_option("--mpi-arg", mpi_args, "one extra mpiexec argument, before the script (repeatable; use --mpi-arg=-x)");
-    app.add_flag("--no-default-exports", no_default_exports, "do not forward the default variable set (GJ_DEFAULT_EXPORTS=0)");
-    app.add_flag("--no-wait", no_wait, "master: skip the readiness gate (GJ_NO_WAIT=1)");
-    app.add_flag("--ssh-check", ssh_check, "readiness gate also requires an ssh login (GJ_SSH_CHECK=1)");
-    app.add_flag("--no-sshd", no_sshd, "master: do not start its own sshd (GJ_NO_SSHD=1)");
-    app.add_flag("--supervise", supervise, "supervise mpiexec: forward signals, reap zombies (GJ_SUPERVISE=1)");
-    app.add_flag("--no-supervise", no_supervise, "exec mpiexec directly (GJ_SUPERVISE=0)");
+  }
+
+  bool seen(const std::string& name) const {
+    return std::find(switches_seen.begin(), switches_seen.end(), name) != switches_seen.end();
   }
 
   // Number of leading words that are gj-mpirun options (with their values).
@@ -100,27 +103,16 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
   cli.dry_run = p.dry_run;
   cli.json = p.json;
   if (p.json && !p.dry_run) usage("--json only applies with --dry-run");
-  if (p.supervise && p.no_supervise) usage("--supervise and --no-supervise contradict each other");
-  for (const auto& [flag, var] : p.value_options)
-    if (const auto it = p.values.find(flag); it != p.values.end()) cli.overrides[var] = it->second;
-  if (p.no_wait) cli.overrides["GJ_NO_WAIT"] = "1";
-  if (p.ssh_check) cli.overrides["GJ_SSH_CHECK"] = "1";
-  if (p.no_sshd) cli.overrides["GJ_NO_SSHD"] = "1";
-  if (p.supervise) cli.overrides["GJ_SUPERVISE"] = "1";
-  if (p.no_supervise) cli.overrides["GJ_SUPERVISE"] = "0";
-  if (p.no_default_exports) cli.overrides["GJ_DEFAULT_EXPORTS"] = "0";
-  for (const auto& e : p.exports) {
+  if (p.seen("--supervise") && p.seen("--no-supervise")) usage("--supervise and --no-supervise contradict each other");
+  const auto exports = p.flags.find("GJ_EXPORT");
+  for (const auto& e : exports != p.flags.end() ? exports->second : std::vector<std::string>{}) {
     if (e.find(',') != std::string::npos) {
       const auto eq = e.find('=');  // NAME=VALUE: the value may be a secret, show the name only
       usage("--export " + (eq == std::string::npos ? quoted_value(e) : quoted_value(e.substr(0, eq)) + "=...") +
             " contains a comma; repeat --export instead");
     }
   }
-  if (!p.exports.empty()) {
-    std::string joined;
-    for (const auto& e : p.exports) joined += (joined.empty() ? "" : ",") + e;
-    cli.overrides["GJ_EXPORT"] = joined;  // merged with the variable in apply_overrides
-  }
+  cli.flags = p.flags;
 
   cli.invocation.mpi_args = p.mpi_args;
   std::size_t script_at = 0;
@@ -142,19 +134,6 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
   return cli;
 }
 
-EnvMap apply_overrides(const EnvMap& env, const CommandLine& cli) {
-  EnvMap out = env;
-  for (const auto& [name, value] : cli.overrides) {
-    if (name == "GJ_EXPORT") {
-      const auto it = env.find(name);
-      out[name] = (it != env.end() && !it->second.empty()) ? it->second + "," + value : value;
-    } else {
-      out[name] = value;
-    }
-  }
-  return out;
-}
-
 std::string help_text() {
   Parser p;
   std::string out =
@@ -172,11 +151,11 @@ std::string help_text() {
     out += opt->get_description() + "\n";
   }
   out += "\nEnvironment variables (flags override them):\n";
-  for (const auto& d : env_table()) {
-    out += std::string("  ") + d.name;
-    if (d.flag[0] != '\0') out += std::string(" (") + d.flag + ")";
-    out += std::string("\n      ") + d.meaning;
-    if (d.default_text[0] != '\0') out += std::string(" [default: ") + d.default_text + "]";
+  for (const Setting& row : settings_table()) {
+    out += std::string("  ") + row.variable;
+    if (!row.flags.empty()) out += " (" + row.flag_text() + ")";
+    out += std::string("\n      ") + row.help;
+    if (!row.shown_default().empty()) out += " [default: " + row.shown_default() + "]";
     out += "\n";
   }
   out +=

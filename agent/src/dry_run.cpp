@@ -96,6 +96,20 @@ std::vector<std::string> redacted_argv(const std::vector<std::string>& argv) {
   return out;
 }
 
+static const char* rank_source(MpiFlavour f) {
+  return f == MpiFlavour::OpenMpi4 || f == MpiFlavour::OpenMpi5 ? "OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}"
+                                                               : "PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS";
+}
+
+static std::string rank_env_text(const MasterDryRun& d) {
+  if (!d.plan.rank_env) return "# rank env: off (--no-rank-env/GJ_RANK_ENV=0)\n";
+  const RankEnvSpec& r = *d.plan.rank_env;
+  return std::string("# rank env: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE from ") + rank_source(d.flavour) +
+         "; GROUP_RANK = the rank's host index; variables you set yourself win\n" +
+         "# rank env: MASTER_ADDR=" + r.master_addr + " (" + d.plan.rank_env_origin.addr + ")\n" +
+         "# rank env: MASTER_PORT=" + std::to_string(r.master_port) + " (" + d.plan.rank_env_origin.port + ")\n";
+}
+
 std::string master_dry_run_text(const MasterDryRun& d) {
   std::string out;
   out += "MPI_HOSTS=" + hosts_argument(d.plan.hosts) + "\n";
@@ -109,6 +123,8 @@ std::string master_dry_run_text(const MasterDryRun& d) {
     out += "# hosts: on the command line\n";
   }
   if (d.keys_at_run_time) out += "# ssh: -i <copied key> is added for each client key found at run time\n";
+  for (const auto& n : d.plan.notes) out += "# " + n + "\n";
+  out += rank_env_text(d);
   for (const auto& w : d.plan.warnings) out += "# warning: " + w + "\n";
   out += env_prefix(d.command) + shell_join(redacted_argv(d.command.argv)) + "\n";
   return out;
@@ -137,6 +153,15 @@ std::string master_dry_run_json(const MasterDryRun& d) {
   std::vector<std::string> exported;
   for (const auto& v : d.plan.exports) exported.push_back(v.name);
   out += ",\"exports\":" + json_array(exported);
+  out += ",\"notes\":" + json_array(d.plan.notes);
+  out += ",\"rank_env\":";
+  if (d.plan.rank_env) {
+    out += "{\"MASTER_ADDR\":" + json_string(d.plan.rank_env->master_addr) +
+           ",\"MASTER_PORT\":" + std::to_string(d.plan.rank_env->master_port) +
+           ",\"from\":" + json_string(rank_source(d.flavour)) + "}";
+  } else {
+    out += "null";
+  }
   out += ",\"warnings\":" + json_array(d.plan.warnings);
   return out + "}\n";
 }

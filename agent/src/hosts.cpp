@@ -9,26 +9,10 @@
 namespace gj {
 namespace {
 
-// Validates and de-duplicates; names[i] is `unit` number position[i] ("entry 3", "line 3").
-// Positions stay numbers until a message needs them: 10,000-host lists are common.
-HostList validate(const std::string& origin, std::vector<std::string> names, const std::vector<std::size_t>& position,
-                  const char* unit) {
-  const auto where = [&](std::size_t i) { return std::string(unit) + " " + std::to_string(position[i]); };
-  std::unordered_map<std::string, std::size_t> seen;
-  seen.reserve(names.size());
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const std::string problem = dns_name_problem(names[i]);
-    if (!problem.empty())
-      throw AgentError{exit_code::kBadEnvironment, origin + " " + where(i) + " " + quoted_value(names[i]) +
-                                                       " is not a valid DNS host name (" + problem +
-                                                       "); list worker host names only, without ports or slots"};
-    const auto [it, inserted] = seen.emplace(names[i], i);
-    if (!inserted)
-      throw AgentError{exit_code::kBadEnvironment, origin + " lists " + quoted_value(names[i]) + " twice (" +
-                                                       where(it->second) + " and " + where(i) +
-                                                       "); each worker pod must appear once"};
-  }
-  return HostList{origin, std::move(names)};
+std::string lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
 }
 
 std::string trim(const std::string& s) {
@@ -39,6 +23,27 @@ std::string trim(const std::string& s) {
 }
 
 }  // namespace
+
+HostList validate_hosts(const std::string& origin, std::vector<std::string> names,
+                        const std::vector<std::size_t>& position, const char* unit) {
+  const auto where = [&](std::size_t i) { return std::string(unit) + " " + std::to_string(position[i]); };
+  std::unordered_map<std::string, std::size_t> seen;
+  seen.reserve(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string problem = dns_name_problem(names[i]);
+    if (!problem.empty())
+      throw AgentError{exit_code::kBadEnvironment, origin + " " + where(i) + " " + quoted_value(names[i]) +
+                                                       " is not a valid DNS host name (" + problem +
+                                                       "); list worker host names only, without ports or slots"};
+    // DNS names are case-insensitive: JOB-WORKER-0.JOB and job-worker-0.job are one pod.
+    const auto [it, inserted] = seen.emplace(lower(names[i]), i);
+    if (!inserted)
+      throw AgentError{exit_code::kBadEnvironment, origin + " lists " + quoted_value(names[i]) + " twice (" +
+                                                       where(it->second) + " and " + where(i) +
+                                                       "); each worker pod must appear once"};
+  }
+  return HostList{origin, std::move(names)};
+}
 
 HostList parse_host_list(const std::string& origin, const std::string& text) {
   std::vector<std::string> names;
@@ -55,7 +60,7 @@ HostList parse_host_list(const std::string& origin, const std::string& text) {
     }
     start = end + 1;
   }
-  return validate(origin, std::move(names), where, "entry");
+  return validate_hosts(origin, std::move(names), where, "entry");
 }
 
 HostList parse_hosts_file(const std::string& origin, const std::string& text) {
@@ -74,7 +79,7 @@ HostList parse_hosts_file(const std::string& origin, const std::string& text) {
     }
     start = end + 1;
   }
-  return validate(origin, std::move(names), where, "line");
+  return validate_hosts(origin, std::move(names), where, "line");
 }
 
 }  // namespace gj

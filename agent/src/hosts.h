@@ -15,6 +15,11 @@ struct HostList {
   std::vector<std::string> hosts;
 };
 
+// Validates (dns_name_problem) and rejects duplicates, ignoring case; names[i] is `unit` number
+// position[i] in messages ("entry 3", "line 3"). Throws AgentError (kBadEnvironment).
+HostList validate_hosts(const std::string& origin, std::vector<std::string> names,
+                        const std::vector<std::size_t>& position, const char* unit);
+
 // Comma-separated, empty fields skipped. Throws AgentError (kBadEnvironment) for invalid or
 // duplicate names, naming the entry's position.
 HostList parse_host_list(const std::string& origin, const std::string& text);

@@ -6,14 +6,17 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <utility>
 
 #include "agent_error.h"
 #include "cli.h"
 #include "exit_codes.h"
 #include "job_spec.h"
 #include "logging.h"
+#include "rank_env.h"
 #include "roles.h"
 #include "sys/launch.h"
+#include "sys/termination.h"
 #include "sys/quote.h"
 
 extern char** environ;
@@ -50,6 +53,14 @@ int main(int argc, char** argv) {
   gj::set_warning_sink([](const std::string& line) { spdlog::warn("{}", gj::one_line(line)); });
   bool dry_run = false;
   try {
+    // mpiexec starts every rank as `gj-mpirun --rank-exec ...`: no role, no settings, no log
+    // lines of its own but warnings.
+    if (argc > 1 && std::string(argv[1]) == gj::kRankExecFlag) {
+      gj::setup_logging("rank", "warn");
+      dry_run = true;  // a rank's failure is the job's; the termination log is the master's
+      return gj::run_rank(std::vector<std::string>(argv + 2, argv + argc), env);
+    }
+    gj::install_termination_handlers();  // PID 1 ignores SIGTERM without one (sys/termination.h)
     const gj::CommandLine cli = gj::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));
     dry_run = cli.dry_run;
     if (cli.action == gj::CommandLine::Action::Help) {
@@ -60,12 +71,12 @@ int main(int argc, char** argv) {
       std::fputs(gj::version_text().c_str(), stdout);
       return gj::exit_code::kOk;
     }
-    const gj::EnvMap merged = gj::apply_overrides(env, cli);
-    gj::setup_logging("", gj::parse_settings(merged).log_level);
-    const gj::JobSpec spec = gj::parse_job_spec(merged);
+    gj::AgentSettings settings = gj::resolve_settings(env, cli.flags);
+    gj::setup_logging("", settings.log_level);
+    const gj::JobSpec spec = gj::parse_job_spec(env, std::move(settings));
     gj::setup_logging(std::string(gj::to_string(spec.role)) + "@" + (spec.pod_name.empty() ? "?" : spec.pod_name),
                       spec.settings.log_level);
-    return spec.role == gj::Role::Worker ? gj::run_worker(spec, merged, cli) : gj::run_master(spec, merged, cli);
+    return spec.role == gj::Role::Worker ? gj::run_worker(spec, env, cli) : gj::run_master(spec, env, cli);
   } catch (const gj::AgentError& e) {
     return fail(e.exit_code, e.message, !dry_run);
   } catch (const gj::LaunchError& e) {

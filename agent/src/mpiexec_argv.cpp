@@ -114,6 +114,7 @@ MpiexecCommand mpich_command(const LaunchPlan& plan, const MpiexecRequest& req) 
   append(a, {"-n", std::to_string(plan.np)});
   if (const auto ppn = uniform_slots(plan)) append(a, {"-ppn", std::to_string(*ppn)});
   append(a, {"-launcher", "ssh"});
+  if (!req.launcher_host.empty()) append(a, {"-localhost", req.launcher_host});
   // MPICH's ssh launcher takes extra ssh arguments only from this variable.
   cmd.env.emplace_back("HYDRA_LAUNCHER_EXTRA_ARGS", join(ssh_client_args(req.ssh), " "));
   hydra_exports(plan, a);
@@ -139,6 +140,7 @@ MpiexecCommand intel_command(const LaunchPlan& plan, const MpiexecRequest& req) 
   }
   append(a, {"-n", std::to_string(plan.np), "-bootstrap", "ssh", "-bootstrap-exec-args",
              join(ssh_client_args(req.ssh), " ")});
+  if (!req.launcher_host.empty()) append(a, {"-localhost", req.launcher_host});
   hydra_exports(plan, a);
   append(a, plan.mpi_args);
   append(a, plan.command);

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "defaults.h"
 #include "job_spec.h"
 #include "mpi_flavour.h"
 #include "plan.h"
@@ -23,8 +24,8 @@ inline constexpr std::size_t kHostArgLimit = 96 * 1024;
 // ssh that never prompts: batch mode, no host-key questions, bounded connect, our port, and
 // the copied (mode 0600) client keys.
 struct SshOptions {
-  int port = 22;
-  std::int64_t connect_timeout_s = 10;
+  int port = defaults::kSshPort;
+  std::int64_t connect_timeout_s = defaults::kSshConnectTimeoutS;
   std::vector<std::string> identity_files;
 };
 std::vector<std::string> ssh_client_args(const SshOptions& ssh);
@@ -35,6 +36,10 @@ struct MpiexecRequest {
   SshOptions ssh;
   HostfileMode hostfile_mode = HostfileMode::Auto;
   std::string hostfile_path;  // where the hostfile goes when one is used
+  // This pod's name as the other pods resolve it. Hydra's proxies connect back to the launching
+  // node by its gethostname(), a pod's short name that other pods cannot resolve: hydra
+  // flavours pass this as -localhost. Empty: not passed.
+  std::string launcher_host;
 };
 
 struct Hostfile {

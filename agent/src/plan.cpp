@@ -6,6 +6,7 @@
 #include "agent_error.h"
 #include "sys/quote.h"
 #include "exit_codes.h"
+#include "sys/sshd_config.h"
 
 namespace gj {
 namespace {
@@ -38,6 +39,7 @@ const char* to_string(Layout l) {
     case Layout::BothGpu: return "master+workers on GPU";
     case Layout::WorkersOnly: return "workers only (GPU workers, CPU master)";
     case Layout::MasterOnly: return "master only (GPU master, CPU or no workers)";
+    case Layout::Hostfile: return "hosts and slots from the MPIJob hostfile";
   }
   return "?";
 }
@@ -142,6 +144,15 @@ LaunchPlan plan_master(const JobSpec& spec, const std::optional<HostList>& worke
   return plan;
 }
 
+void add_rank_env(LaunchPlan& plan, const std::string& self, const EnvMap& env, const MasterPort& port) {
+  if (plan.hosts.empty()) return;
+  std::vector<std::int64_t> slots;
+  slots.reserve(plan.hosts.size());
+  for (const auto& h : plan.hosts) slots.push_back(h.slots);
+  plan.rank_env = master_rank_env_spec(slots, plan.hosts.front().host, env, port.port, port.how, &plan.rank_env_origin);
+  plan.command = rank_exec_command(self, *plan.rank_env, plan.command);
+}
+
 SshdSetup plan_sshd(const AgentSettings& settings, std::vector<std::pair<std::string, std::string>> session_env) {
   SshdSetup setup;
   setup.sshd_path = settings.sshd;
@@ -154,7 +165,7 @@ SshdSetup plan_sshd(const AgentSettings& settings, std::vector<std::pair<std::st
 }
 
 std::vector<std::string> worker_sshd_argv(const SshdSetup& setup) {
-  return {setup.sshd_path, "-D", "-e", "-f", setup.state_dir + "/sshd_config"};
+  return sshd_argv(setup.sshd_path, sshd_config_path(setup.state_dir));
 }
 
 }  // namespace gj

@@ -11,6 +11,7 @@
 #include "env_map.h"
 #include "hosts.h"
 #include "job_spec.h"
+#include "rank_env.h"
 #include "sys/launch.h"
 
 namespace gj {
@@ -27,6 +28,7 @@ enum class Layout {
   BothGpu,      // GPUs on both: master + workers, GPU limits are slots
   WorkersOnly,  // master CPU, workers GPU: ranks on workers only
   MasterOnly,   // master GPU, workers CPU or none: ranks on the master only
+  Hostfile,     // Kubeflow MPIJob: hosts and slots from the operator's hostfile
 };
 const char* to_string(Layout l);
 
@@ -46,7 +48,21 @@ struct LaunchPlan {
   std::vector<std::string> mpi_args;
   std::vector<ForwardedVar> exports;
   std::vector<std::string> warnings;   // logged, never fatal
+  std::vector<std::string> notes;      // where values came from, for --dry-run
+  // Set when every rank gets torchrun's variables (command then starts with `gj-mpirun --rank-exec`).
+  std::optional<RankEnvSpec> rank_env;
+  RankEnvOrigin rank_env_origin;
 };
+
+// How the master chose MASTER_PORT (a side effect: roles.cpp asks the kernel for a free port).
+struct MasterPort {
+  int port = kDefaultMasterPort;
+  std::string how;  // "a free port on <host> at launch", "torchrun's default ..."
+};
+
+// Wraps plan.command in the rank-exec mode of `self` (this gj-mpirun binary, same path in every
+// pod) so that every rank gets RANK, WORLD_SIZE, ... (rank_env.h).
+void add_rank_env(LaunchPlan& plan, const std::string& self, const EnvMap& env, const MasterPort& port);
 
 // `MPI_HOSTS` as the platform example prints it: "h:s,h:s".
 std::string hosts_argument(const std::vector<HostSlots>& hosts);

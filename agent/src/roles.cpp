@@ -12,7 +12,10 @@
 #include "hosts.h"
 #include "local_files.h"
 #include "mpiexec_argv.h"
+#include "mpijob.h"
 #include "plan.h"
+#include "sys/host_facts.h"
+#include "sys/host_name.h"
 #include "sys/launch.h"
 #include "sys/private_files.h"
 #include "sys/readiness.h"
@@ -47,10 +50,11 @@ struct Flavour {
 Flavour choose_flavour(const AgentSettings& s, bool dry_run) {
   if (s.mpi) return {*s.mpi, "from --mpi/GJ_MPI"};
   std::string out;
+  spdlog::info("detecting the MPI flavour: `{} --version` (up to {} s; --mpi skips this)", s.mpiexec, s.detect_timeout_s);
   try {
-    out = capture_output({s.mpiexec, "--version"});
+    out = capture_output({s.mpiexec, "--version"}, std::chrono::seconds(s.detect_timeout_s));
   } catch (const LaunchError& e) {
-    if (!dry_run) throw;
+    if (!dry_run) throw LaunchError{e.exit_code, e.message + "; pass --mpi=openmpi|openmpi5|mpich|intel to skip detection"};
     spdlog::warn("`{} --version` failed ({}); the dry run assumes Open MPI 4", s.mpiexec, e.message);
     return {MpiFlavour::OpenMpi4, "assumed: `mpiexec --version` failed"};
   }
@@ -73,25 +77,77 @@ SshdSetup sshd_setup(const AgentSettings& s, const EnvMap& env) {
   return plan_sshd(s, std::move(filtered.kept));
 }
 
+// MASTER_PORT must be free on the first rank's host: asked of the kernel when that host is this
+// pod, else torchrun's default (nothing here can see the other pod's ports).
+MasterPort choose_master_port(bool first_rank_here, const std::string& this_host) {
+  if (first_rank_here)
+    return {free_tcp_port(), "a free port on " + this_host + " (asked of the kernel at launch)"};
+  return {kDefaultMasterPort, "torchrun's default; the first rank's host is not this pod"};
+}
+
 bool should_supervise(Supervise s) {
   if (s == Supervise::On) return true;
   if (s == Supervise::Off) return false;
   return getpid() == 1;  // PID 1 must reap zombies and forward signals; otherwise exec is simpler
 }
 
+// The operator names the flavour by the hostfile variable it sets; Open MPI 4 and 5 share it,
+// so `mpiexec --version` still tells them apart (Open MPI 4 when it cannot).
+Flavour mpijob_flavour(const AgentSettings& s, const MpiJobEnv& me, bool dry_run) {
+  if (s.mpi || !me.flavour) return choose_flavour(s, dry_run);
+  const std::string from = "from the operator's " + me.hostfile_variable;
+  if (*me.flavour != MpiFlavour::OpenMpi4) return {*me.flavour, from};
+  try {
+    if (const auto f = detect_flavour(capture_output({s.mpiexec, "--version"}, std::chrono::seconds(s.detect_timeout_s))))
+      if (*f == MpiFlavour::OpenMpi4 || *f == MpiFlavour::OpenMpi5) return {*f, from + " and `mpiexec --version`"};
+  } catch (const LaunchError& e) {
+    if (!dry_run) throw;
+  }
+  return {MpiFlavour::OpenMpi4, from};
+}
+
+// The launcher of a Kubeflow MPIJob: the operator's hostfile instead of GJ_TRAINING_* and MPI_HOST.
+// The JobSpec gets its master host (this pod as the workers resolve it) here, from the file.
+LaunchPlan mpijob_plan(JobSpec& spec, const Invocation& inv, const EnvMap& env, MpiJobEnv& me) {
+  me = mpijob_env(env);
+  const std::string origin = me.hostfile + (me.hostfile_variable.empty() ? " (the operator's mount)"
+                                                                          : " (from " + me.hostfile_variable + ")");
+  const auto text = read_text_file(me.hostfile, "MPIJob hostfile");
+  if (!text)
+    throw AgentError{exit_code::kBadEnvironment,
+                     "MPIJob hostfile " + quoted_value(me.hostfile) + " does not exist (K_MPI_JOB_ROLE=launcher); " +
+                         "run the launcher under mpi-operator v2, which mounts it, or set the gj platform's GJ_TRAINING_*"};
+  const std::vector<HostSlots> hosts = parse_mpijob_hostfile("MPIJob hostfile " + quoted_value(me.hostfile), *text);
+  if (spec.pod_name.empty()) spec.pod_name = local_host_name();
+  if (spec.master_host.empty()) spec.master_host = launcher_host_name(spec.pod_name, hosts);
+  LaunchPlan plan = plan_mpijob(spec, origin, hosts, inv, env);
+  // The launcher runs no sshd: the operator's launcher is not an ssh target (ranks it runs itself
+  // are started locally by mpiexec).
+  return plan;
+}
+
 }  // namespace
 
-int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
+int run_master(const JobSpec& spec_in, const EnvMap& env, const CommandLine& cli) {
+  JobSpec spec = spec_in;
   const AgentSettings& s = spec.settings;
   if (!cli.has_script)
     throw AgentError{exit_code::kUsage, "the master needs the training script: gj-mpirun [options] <script> [args]"};
+  if (!spec.platform_note.empty()) spdlog::info("{}", spec.platform_note);
   Invocation inv = cli.invocation;
   inv.script = resolve_script(inv.script, env);
-  LaunchPlan plan = plan_master(spec, worker_hosts(spec), inv, env);
+  const bool mpijob = spec.platform == Platform::MpiJob;
+  MpiJobEnv me;
+  LaunchPlan plan = mpijob ? mpijob_plan(spec, inv, env, me) : plan_master(spec, worker_hosts(spec), inv, env);
+  if (!spec.platform_note.empty()) plan.notes.push_back(spec.platform_note);
+  const bool own_sshd = !s.no_sshd && !mpijob;
   if (plan.command.front() == s.python) require_program(s.python, "--python/GJ_PYTHON", env);
   for (const auto& w : plan.warnings) spdlog::warn("{}", w);
+  const bool first_rank_here = !plan.hosts.empty() && (plan.hosts.front().host == spec.master_host ||
+                                                       (mpijob && is_this_pod(plan.hosts.front().host, spec.pod_name)));
+  if (s.rank_env) add_rank_env(plan, self_executable(), env, choose_master_port(first_rank_here, spec.master_host));
 
-  const Flavour flavour = choose_flavour(s, cli.dry_run);
+  const Flavour flavour = mpijob ? mpijob_flavour(s, me, cli.dry_run) : choose_flavour(s, cli.dry_run);
   MpiexecRequest req;
   req.flavour = flavour.flavour;
   req.mpiexec = s.mpiexec;
@@ -99,6 +155,7 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   req.ssh.connect_timeout_s = s.ssh_connect_timeout_s;
   req.hostfile_mode = s.hostfile_mode;
   req.hostfile_path = s.state_dir + "/hostfile";
+  req.launcher_host = spec.master_host;
 
   if (cli.dry_run) {
     const MpiexecCommand cmd = build_mpiexec_command(plan, req);
@@ -113,7 +170,7 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   SshdSetup sshd = sshd_setup(s, env);
   // Our own sshd first: the master's host is in the host list in most layouts and the
   // readiness gate waits for it like for any worker.
-  if (!s.no_sshd) start_background_sshd(sshd);
+  if (own_sshd) start_background_sshd(sshd);
   const bool remote_hosts = plan.hosts.size() > 1 || (plan.hosts.size() == 1 && plan.hosts[0].host != spec.master_host);
   if (remote_hosts) req.ssh.identity_files = prepare_client_keys(sshd);
 
@@ -151,6 +208,15 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   const int status = run_job(cmd.argv, should_supervise(s.supervise));
   if (status != 0) write_termination_message("mpiexec exited with status " + std::to_string(status));
   return status;
+}
+
+int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
+  if (args.size() < 3 || args[1] != "--")
+    throw AgentError{exit_code::kUsage, std::string("usage: gj-mpirun ") + kRankExecFlag + " <spec> -- <command...>"};
+  const RankEnv re = rank_environment(env, decode_rank_env_spec(args[0]));
+  for (const auto& w : re.warnings) spdlog::warn("{}", w);
+  for (const auto& [name, value] : re.set) ::setenv(name.c_str(), value.c_str(), 1);
+  return run_job(std::vector<std::string>(args.begin() + 2, args.end()), false);
 }
 
 int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {

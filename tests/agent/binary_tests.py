@@ -9,6 +9,7 @@ becomes gj-mpirun's. Environment overrides (GJ_MPIEXEC, GJ_SSHD, GJ_STATE_DIR, G
 Usage: binary_tests.py <gj-mpirun> <test name>|all [extra args for the test]
 """
 import json
+import re
 import os
 import shlex
 import shutil
@@ -22,7 +23,13 @@ GJ = None
 EXTRA = []
 
 STUB_MPIEXEC = r"""#!/bin/sh
-if [ "$1" = "--version" ]; then echo "${STUB_VERSION:-mpiexec (OpenRTE) 4.1.4}"; exit 0; fi
+if [ "$1" = "--version" ]; then
+  case "$STUB_VERSION_MODE" in
+    hang) exec sleep 1000 ;;
+    flood) exec yes "${STUB_VERSION:-mpiexec (OpenRTE) 4.1.4}" ;;
+  esac
+  echo "${STUB_VERSION:-mpiexec (OpenRTE) 4.1.4}"; exit 0
+fi
 out="$(dirname "$0")/mpiexec.argv"
 : > "$out"
 for a in "$@"; do printf '%s\0' "$a" >> "$out"; done
@@ -375,6 +382,218 @@ def test_bad_inputs(sb):
 
 # ---- the exec path -----------------------------------------------------------------------
 
+def without_rank_exec(argv):
+    """argv with the rank-exec wrapper (gj-mpirun --rank-exec SPEC --) removed, checked present."""
+    i = argv.index("--rank-exec")
+    check(argv[i - 1] == GJ and argv[i + 2] == "--", f"rank-exec wrapper {argv[i - 1:i + 3]}")
+    return argv[:i - 1] + argv[i + 3:]
+
+
+def test_rank_env_dry_run(sb):
+    """--dry-run names MASTER_ADDR/MASTER_PORT and where they come from; the user's values win;
+    --no-rank-env and GJ_RANK_ENV=0 take the wrapper out."""
+    r = sb.run(["--dry-run", sb.py], sb.env())
+    expect_rc(r, 0, "rank env dry run")
+    check("# rank env: MASTER_ADDR=job-master-0.job (the first rank's host)" in r.stdout, r.stdout)
+    check(re.search(r"# rank env: MASTER_PORT=\d+ \(a free port on job-master-0.job", r.stdout), r.stdout)
+    argv = shlex.split(r.stdout.splitlines()[-1])
+    check(without_rank_exec(argv)[-2:] == ["python3", sb.py], f"argv {argv}")
+    env = sb.env()
+    env.update(MASTER_ADDR="10.1.2.3", MASTER_PORT="4242")
+    j = json.loads(sb.run(["--dry-run", "--json", sb.py], env).stdout)
+    check(j["rank_env"]["MASTER_ADDR"] == "10.1.2.3" and j["rank_env"]["MASTER_PORT"] == 4242, j["rank_env"])
+    check("10.1.2.3,4242,4*3" in j["argv"], f"spec in argv {j['argv']}")
+    for args, extra in ((["--no-rank-env"], {}), ([], {"GJ_RANK_ENV": "0"})):
+        env = sb.env()
+        env.update(extra)
+        j = json.loads(sb.run(["--dry-run", "--json"] + args + [sb.py], env).stdout)
+        check(j["rank_env"] is None and "--rank-exec" not in j["argv"], f"{args} {extra}: {j['argv']}")
+    env = sb.env()
+    env["MASTER_PORT"] = "http"
+    r = sb.run(["--dry-run", sb.py], env)
+    expect_rc(r, 3, "bad MASTER_PORT")
+    check('MASTER_PORT="http"' in r.stderr, r.stderr)
+
+
+def test_rank_exec_mode(sb):
+    """The per-rank mode alone: from Open MPI's and hydra's variables, user values kept, exec."""
+    base = {"PATH": os.environ["PATH"]}
+    show = ["/bin/sh", "-c", "env | grep -E '^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|MASTER_ADDR|MASTER_PORT)=' | sort"]
+    cases = [
+        ({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "6", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+          "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, "m.job,1234,2*1,4*1",
+         ["GROUP_RANK=1", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=4", "MASTER_ADDR=m.job", "MASTER_PORT=1234", "RANK=3",
+          "WORLD_SIZE=6"]),
+        ({"PMI_RANK": "5", "PMI_SIZE": "6", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2", "MASTER_PORT": "999"},
+         "m.job,1234,2*3",
+         ["GROUP_RANK=2", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=m.job", "MASTER_PORT=999", "RANK=5",
+          "WORLD_SIZE=6"]),
+    ]
+    for extra, spec, want in cases:
+        env = dict(base, **extra)
+        r = subprocess.run([GJ, "--rank-exec", spec, "--"] + show, env=env, capture_output=True, text=True, timeout=30)
+        expect_rc(r, 0, spec)
+        check(r.stdout.split() == want, f"{spec}: {r.stdout.split()} want {want}")
+    r = subprocess.run([GJ, "--rank-exec", "m,1,1*1", "--", "true"], env=base, capture_output=True, text=True, timeout=30)
+    expect_rc(r, 3, "outside mpiexec")
+    check("neither OMPI_COMM_WORLD_RANK" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr)
+    r = subprocess.run([GJ, "--rank-exec", "m,1,1*1", "--", "/nonexistent/x"],
+                       env=dict(base, PMI_RANK="0", PMI_SIZE="1"), capture_output=True, text=True, timeout=30)
+    expect_rc(r, 127, "missing command")
+
+
+def test_mpijob_dry_run(sb):
+    """A Kubeflow MPIJob launcher with no GJ_TRAINING_*: hosts, slots, np and the flavour from the
+    operator's hostfile and variables, each value's origin in the dry run; the bad and ambiguous
+    environments give one line."""
+    hostfile = sb._write(os.path.join(sb.dir, "hostfile"),
+                         "mpj-worker-0.mpj.ns.svc:2\n\n# comment\nmpj-worker-1.mpj.ns.svc:2\n", 0o444)
+    env = {k: v for k, v in sb.env().items() if not k.startswith("GJ_TRAINING_") and k != "MPI_HOST"}
+    env.update(K_MPI_JOB_ROLE="launcher", HYDRA_HOST_FILE=hostfile, HOSTNAME="mpj-launcher")
+    r = sb.run(["--dry-run", sb.script], env)
+    expect_rc(r, 0, "mpijob dry run")
+    out = r.stdout
+    for want in ("MPI_HOSTS=mpj-worker-0.mpj.ns.svc:2,mpj-worker-1.mpj.ns.svc:2", "MPI_NP=4",
+                 "# mpi: mpich (from the operator's HYDRA_HOST_FILE)",
+                 "# platform: Kubeflow MPIJob (K_MPI_JOB_ROLE=launcher)",
+                 f"# hosts and slots: {hostfile} (from HYDRA_HOST_FILE)", "# np: the sum of the hostfile's slots",
+                 "# rank env: MASTER_ADDR=mpj-worker-0.mpj.ns.svc (the first rank's host)",
+                 "MASTER_PORT=29500 (torchrun's default"):
+        check(want in out, f"dry run lacks {want!r}:\n{out}")
+    argv = shlex.split(out.splitlines()[-1])
+    check(argv[argv.index("-localhost") + 1] == "mpj-launcher.mpj.ns.svc", f"-localhost in {argv}")
+    r = sb.run(["--dry-run", "--json", "-np", "3", "--", sb.script], env)
+    expect_rc(r, 0, "mpijob -np")
+    j = json.loads(r.stdout)
+    check(j["np"] == 3 and "# np: your -np 3" not in j["notes"] and "np: your -np 3" in j["notes"], j)
+    check(j["wait_for"] == ["mpj-worker-0.mpj.ns.svc", "mpj-worker-1.mpj.ns.svc"], j["wait_for"])
+    bad = dict(env, HYDRA_HOST_FILE=sb._write(os.path.join(sb.dir, "bad"), "a.j:2\nb.j:x\n", 0o444))
+    r = sb.run(["--dry-run", sb.script], bad)
+    expect_rc(r, 3, "bad hostfile line")
+    check('line 2 "b.j:x"' in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr)
+    gone = dict(env, HYDRA_HOST_FILE=os.path.join(sb.dir, "absent"))
+    r = sb.run(["--dry-run", sb.script], gone)
+    expect_rc(r, 3, "no hostfile")
+    check("does not exist (K_MPI_JOB_ROLE=launcher)" in r.stderr, r.stderr)
+    both = dict(sb.env(), K_MPI_JOB_ROLE="launcher")
+    r = sb.run(["--dry-run", sb.script], both)
+    expect_rc(r, 0, "both environments")
+    check("# both GJ_TRAINING_ROLE and K_MPI_JOB_ROLE are set: using the gj platform's" in r.stdout, r.stdout)
+    neither = {k: v for k, v in env.items() if k != "K_MPI_JOB_ROLE"}
+    r = sb.run(["--dry-run", sb.script], neither)
+    expect_rc(r, 3, "neither environment")
+    check("GJ_TRAINING_ROLE is not set (nor K_MPI_JOB_ROLE" in r.stderr, r.stderr)
+
+
+def test_version_bounded(sb):
+    """`mpiexec --version` that never returns: a clear error after GJ_MPI_DETECT_TIMEOUT (the dry
+    run falls back to Open MPI 4 and says so); one that floods output is read only so far."""
+    env = sb.env()
+    env.update(STUB_VERSION_MODE="hang", GJ_MPI_DETECT_TIMEOUT="1")
+    t0 = time.monotonic()
+    r = sb.run([sb.script], env)
+    expect_rc(r, 6, "hanging --version")
+    check(time.monotonic() - t0 < 5, f"took {time.monotonic() - t0:.1f} s")
+    err = [l for l in r.stderr.splitlines() if " error]" in l]
+    check(len(err) == 1 and "did not finish within 1 s" in err[0] and "pass --mpi=" in err[0], r.stderr)
+    r = sb.run(["--dry-run", sb.script], env)
+    expect_rc(r, 0, "dry run, hanging --version")
+    check("assumes Open MPI 4" in r.stderr and "# mpi: openmpi4 (assumed" in r.stdout, r.stdout + r.stderr)
+    env["STUB_VERSION_MODE"] = "flood"
+    t0 = time.monotonic()
+    r = sb.run(["--dry-run", sb.script], env)
+    expect_rc(r, 0, "flooding --version")
+    check(time.monotonic() - t0 < 5 and "detected from" in r.stdout, r.stdout)
+    check_no_process_left("sleep 1000")
+
+
+def check_no_process_left(needle):
+    left = []
+    for _ in range(20):
+        left = [p for p in os.listdir("/proc") if p.isdigit() and needle in _cmdline(p)]
+        if not left:
+            return
+        time.sleep(0.05)
+    for pid in left:
+        os.kill(int(pid), signal.SIGKILL)
+    check(False, f"processes {left} ({needle}) outlived gj-mpirun")
+
+
+def _pid1_of(unshare_pid):
+    """The host pid of the first process inside `unshare --pid --fork`."""
+    for _ in range(100):
+        try:
+            with open(f"/proc/{unshare_pid}/task/{unshare_pid}/children") as f:
+                kids = f.read().split()
+            if kids:
+                return int(kids[0])
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return None
+
+
+def terminate_in_phase(sb, args, env, wait_for, as_pid1, what):
+    """Starts gj-mpirun, waits until stderr shows `wait_for` (its phase), sends SIGTERM and checks
+    exit 143 within 1 s."""
+    err_path = os.path.join(sb.dir, "phase.err")
+    cmd = [GJ] + args
+    if as_pid1:
+        cmd = [shutil.which("unshare"), "--pid", "--fork", "--kill-child"] + cmd
+    with open(err_path, "w") as err:
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+    target = _pid1_of(p.pid) if as_pid1 else p.pid
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with open(err_path) as f:
+            if wait_for in f.read():
+                break
+        time.sleep(0.05)
+    else:
+        p.kill()
+        check(False, f"{what}: never reached the phase ({wait_for!r})")
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    os.kill(target, signal.SIGTERM)
+    try:
+        rc = p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = None
+    took = time.monotonic() - t0
+    check(rc == 143 and took < 1.0, f"{what}: rc {rc} after {took:.2f} s (want 143 within 1 s)")
+
+
+def test_sigterm_every_phase(sb):
+    """SIGTERM ends gj-mpirun within 1 s with 143 in flavour detection and in the readiness gate,
+    as PID 1 (which ignores signals without a handler) and not, leaving no child behind."""
+    modes = [False] + ([True] if os.geteuid() == 0 and shutil.which("unshare") else [])
+    for as_pid1 in modes:
+        env = sb.env()
+        env.update(STUB_VERSION_MODE="hang", GJ_MPI_DETECT_TIMEOUT="60", GJ_LOG_LEVEL="debug")
+        terminate_in_phase(sb, [sb.script], env, "detecting the MPI flavour", as_pid1, f"detection (pid1={as_pid1})")
+        check_no_process_left("sleep 1000")
+        env = sb.env(replicas="1", mpi_host="localhost")
+        env.pop("GJ_NO_WAIT")
+        env["GJ_SSH_PORT"] = str(free_port())
+        terminate_in_phase(sb, ["--ready-timeout", "60", sb.script], env, "waiting up to 60 s", as_pid1,
+                           f"gate (pid1={as_pid1})")
+
+
+def test_sigterm_gate_stops_sshd(sb):
+    """SIGTERM while the gate waits, after the master's own (real) sshd started: 143 and that
+    sshd does not outlive gj-mpirun."""
+    sshd = real_sshd("sigterm_gate_stops_sshd")
+    if sshd is None:
+        return
+    env = sb.env(replicas="1", mpi_host="never-resolves.invalid")
+    for k in ("GJ_NO_WAIT", "GJ_NO_SSHD", "GJ_SSHD"):
+        env.pop(k)
+    env.update({"GJ_SSHD": sshd, "GJ_SSH_PORT": str(free_port()), "GJ_MASTER_HOST": "127.0.0.1"})
+    terminate_in_phase(sb, ["--ready-timeout", "60", sb.script], env, "waiting up to 60 s", False, "gate with sshd")
+    check_no_sshd_left(sb)
+
+
 def test_exec_argv(sb):
     env = sb.env(master_cpu="2", worker_cpu="2")
     env["OMP_NUM_THREADS"] = "3"
@@ -384,8 +603,9 @@ def test_exec_argv(sb):
     hosts = "job-master-0.job:2,job-worker-0.job:2,job-worker-1.job:2"
     check(argv is not None, f"mpiexec not run: {r.stderr}")
     check([sb.mpiexec] + argv[:7] == ompi_head(sb.mpiexec, hosts, 6), f"argv head {argv[:7]}")
-    check(argv[-9:] == ["--bind-to", "none", "-x", "EXTRA=1", "python3", sb.py, "--lr", "0.1", "--"],
-          f"argv tail {argv[-9:]}")
+    tail = without_rank_exec(argv)
+    check(tail[-9:] == ["--bind-to", "none", "-x", "EXTRA=1", "python3", sb.py, "--lr", "0.1", "--"],
+          f"argv tail {tail[-9:]}")
     i = argv.index("OMP_NUM_THREADS")
     check(argv[i - 1] == "-x", "default export OMP_NUM_THREADS forwarded with -x")
     plm = argv[argv.index("plm_rsh_args") + 1]
@@ -598,6 +818,24 @@ def test_real_mpi_job(sb):
     for rank in (0, 1):
         check(f"rank {rank} of 2" in r.stdout, f"rank {rank} missing: {r.stdout}\n{r.stderr}")
     check("allreduce ok" in r.stdout, r.stdout)
+
+
+def test_torch_distributed(sb):
+    """An unchanged torch.distributed (gloo) script, master-only on 2 local slots, under the MPI
+    flavour named by EXTRA[1] (openmpi or mpich): every rank gets torchrun's variables."""
+    script, flavour = EXTRA[0], EXTRA[1]
+    env = sb.env(master_cpu="2", replicas="0", mpi_host="")
+    for k in ("GJ_MPIEXEC", "GJ_SSHD"):
+        env.pop(k)
+    env.update({"GJ_MASTER_HOST": "localhost", "GJ_NO_SSHD": "1", "GJ_PYTHON": "/usr/bin/python3",
+                "OMPI_MCA_btl": "self,vader,tcp", "OMPI_MCA_plm_rsh_agent": "false"})
+    if flavour == "mpich":
+        env.update({"GJ_MPI": "mpich", "GJ_MPIEXEC": "mpiexec.mpich"})
+    r = sb.run([script], env, timeout=150)
+    expect_rc(r, 0, f"torch.distributed job ({flavour}): {r.stdout}\n{r.stderr}")
+    for rank in (0, 1):
+        check(re.search(rf"^TORCHDIST ok rank={rank}/2 .* local={rank}/2 group=0 master=localhost:\d+$", r.stdout, re.M),
+              f"rank {rank}: {r.stdout}\n{r.stderr}")
 
 
 def test_real_mpi_over_ssh(sb):

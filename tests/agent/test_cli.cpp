@@ -28,24 +28,26 @@ TEST_CASE("mpiexec arguments: --mpi-arg and everything before --", "[cli]") {
   CHECK(sep_only.invocation.script_args == Args{"--", "b"});
 }
 
-TEST_CASE("flags become variable overrides; flags win", "[cli]") {
+TEST_CASE("flags override their variables without going through the environment", "[cli]") {
   const CommandLine c = parse_command_line({"--mpi", "mpich", "--ready-timeout=20", "--no-wait", "--ssh-check",
                                             "--supervise", "--export", "A", "--export=B=1", "--python", "py3",
                                             "--hosts-file", "/h", "--log-level", "debug", "/app/t"});
-  const EnvMap env = apply_overrides({{"GJ_MPI", "intel"}, {"GJ_EXPORT", "Z"}, {"KEEP", "1"}}, c);
-  CHECK(env.at("GJ_MPI") == "mpich");
-  CHECK(env.at("GJ_READY_TIMEOUT") == "20");
-  CHECK(env.at("GJ_NO_WAIT") == "1");
-  CHECK(env.at("GJ_SSH_CHECK") == "1");
-  CHECK(env.at("GJ_SUPERVISE") == "1");
-  CHECK(env.at("GJ_EXPORT") == "Z,A,B=1");
-  CHECK(env.at("GJ_PYTHON") == "py3");
-  CHECK(env.at("GJ_HOSTS_FILE") == "/h");
-  CHECK(env.at("KEEP") == "1");
-  const AgentSettings s = parse_settings(env);
+  const EnvMap env = {{"GJ_MPI", "intel"}, {"GJ_EXPORT", "Z"}, {"KEEP", "1"}};
+  const AgentSettings s = resolve_settings(env, c.flags);
   CHECK(s.mpi == MpiFlavour::Mpich);
+  CHECK(s.ready_timeout_s == 20);
+  CHECK(s.no_wait);
+  CHECK(s.ssh_check);
+  CHECK(s.supervise == Supervise::On);
   CHECK(s.exports == Args{"Z", "A", "B=1"});
-  CHECK(parse_command_line({"--no-supervise", "x"}).overrides.at("GJ_SUPERVISE") == "0");
+  CHECK(s.python == "py3");
+  CHECK(s.hosts_file == "/h");
+  CHECK(s.log_level == "debug");
+  CHECK(c.flags.count("KEEP") == 0);
+  CHECK(resolve_settings({}, parse_command_line({"--no-supervise", "x"}).flags).supervise == Supervise::Off);
+  CHECK_FALSE(resolve_settings({}, parse_command_line({"--no-default-exports", "x"}).flags).default_exports);
+  // A flag's value is never split on commas nor joined with others (it is one setting value).
+  CHECK(resolve_settings({}, parse_command_line({"--master-host", "a,b", "x"}).flags).master_host == "a,b");
 }
 
 TEST_CASE("help, version, and usage errors", "[cli]") {
@@ -70,10 +72,10 @@ TEST_CASE("help, version, and usage errors", "[cli]") {
 
 TEST_CASE("--help lists every option and every variable read", "[cli]") {
   const std::string help = help_text();
-  for (const auto& d : env_table()) {
-    INFO(d.name);
-    CHECK_THAT(help, Catch::Contains(d.name));
-    if (d.flag[0] != '\0') CHECK_THAT(help, Catch::Contains(d.flag));
+  for (const auto& d : settings_table()) {
+    INFO(d.variable);
+    CHECK_THAT(help, Catch::Contains(d.variable));
+    for (const auto& f : d.flags) CHECK_THAT(help, Catch::Contains(f.name));
   }
   for (const char* flag : {"--dry-run", "--json", "--version", "--mpi-arg", "--export", "--no-wait", "--ssh-check",
                            "--supervise", "--no-supervise", "--hosts-file", "--python", "--mpi"})

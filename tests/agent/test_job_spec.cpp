@@ -89,7 +89,7 @@ TEST_CASE("a worker needs only its role", "[job_spec]") {
 }
 
 TEST_CASE("agent settings: defaults and overrides", "[job_spec]") {
-  const AgentSettings d = parse_settings({});
+  const AgentSettings d = resolve_settings({});
   CHECK(d.mpiexec == "mpiexec");
   CHECK_FALSE(d.mpi.has_value());
   CHECK(d.python == "python3");
@@ -103,7 +103,7 @@ TEST_CASE("agent settings: defaults and overrides", "[job_spec]") {
   CHECK(d.hostfile_mode == HostfileMode::Auto);
   CHECK(d.default_exports);
 
-  const AgentSettings s = parse_settings({{"GJ_MPI", "mpich"},
+  const AgentSettings s = resolve_settings({{"GJ_MPI", "mpich"},
                                           {"GJ_SSH_PORT", "2222"},
                                           {"GJ_READY_TIMEOUT", "30"},
                                           {"GJ_NO_WAIT", "true"},
@@ -136,16 +136,16 @@ TEST_CASE("bad agent settings name the flag and the variable", "[job_spec]") {
     const char* const var = std::get<0>(c);  // not a structured binding: lambdas cannot capture one in C++17
     const char* const value = std::get<1>(c);
     INFO(var << "=" << value);
-    test::require_agent_error([&] { parse_settings({{var, value}}); }, exit_code::kBadEnvironment, std::get<2>(c));
+    test::require_agent_error([&] { resolve_settings({{var, value}}); }, exit_code::kBadEnvironment, std::get<2>(c));
   }
 }
 
-TEST_CASE("env_table documents every variable once, with a meaning", "[job_spec]") {
+TEST_CASE("settings_table documents every variable once, with a meaning", "[job_spec]") {
   std::set<std::string> names;
-  for (const auto& d : env_table()) {
-    INFO(d.name);
-    CHECK(names.insert(d.name).second);
-    CHECK(std::string(d.meaning).size() > 10);
+  for (const auto& d : settings_table()) {
+    INFO(d.variable);
+    CHECK(names.insert(d.variable).second);
+    CHECK(std::string(d.help).size() > 10);
   }
   for (const char* must : {"GJ_TRAINING_ROLE", "MPI_HOST", "GJ_MPIEXEC", "GJ_READY_TIMEOUT", "GJ_NO_WAIT",
                            "GJ_SSH_CHECK", "GJ_SUPERVISE", "GJ_PYTHON", "GJ_MPI", "GJ_HOSTS_FILE", "GJ_EXPORT",

@@ -100,7 +100,7 @@ mh_up() {
   trap 'exit 143' TERM
   trap 'exit 130' INT
   mkdir -p "$MH_RUN/hosts" "$MH_RUN/logs" "$MH_RUN/keys"
-  MH_PODS=("$job-master-0")
+  MH_PODS=("${MH_FIRST_POD:-$job-master-0}")  # MH_FIRST_POD: an MPIJob's <job>-launcher
   for ((i = 0; i < workers; i++)); do MH_PODS+=("$job-worker-$i"); done
 
   ip netns add "$MH_PREFIX-br" || mh_die "ip netns add $MH_PREFIX-br"
@@ -126,7 +126,8 @@ mh_up() {
   printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"$MH_RUN/resolv.conf"
   for pod in "${MH_PODS[@]}"; do
     # Like a Kubernetes pod: localhost, then the pod's own address with its FQDN and short name.
-    printf '127.0.0.1\tlocalhost\n%s\t%s.%s\t%s\n' "${MH_ADDR[$pod]}" "$pod" "$job" "$pod" >"$MH_RUN/hosts/$pod"
+    printf '127.0.0.1\tlocalhost\n%s\t%s.%s\t%s%s\n' "${MH_ADDR[$pod]}" "$pod" "$job" "$pod" \
+      "${MH_SVC_DOMAIN:+ $pod.$job.$MH_SVC_DOMAIN}" >"$MH_RUN/hosts/$pod"
   done
   for pod in "${MH_PODS[@]}"; do
     case " ${MH_LATE_NAMES:-} " in *" $pod "*) continue ;; esac
@@ -141,7 +142,9 @@ mh_hosts_add() {
   local name=$1 pod
   for pod in "${MH_PODS[@]}"; do
     [ "$pod" = "$name" ] && continue
-    printf '%s\t%s.%s\n' "${MH_ADDR[$name]}" "$name" "$MH_JOB" >>"$MH_RUN/hosts/$pod"
+    # MH_SVC_DOMAIN (e.g. ns.svc): also the <pod>.<job>.<ns>.svc name an MPIJob's hostfile uses.
+    printf '%s\t%s.%s%s\n' "${MH_ADDR[$name]}" "$name" "$MH_JOB" "${MH_SVC_DOMAIN:+ $name.$MH_JOB.$MH_SVC_DOMAIN}" \
+      >>"$MH_RUN/hosts/$pod"
   done
 }
 
@@ -182,7 +185,9 @@ mh_pod_start() {
   for a in "$@"; do
     case "$a" in /*) [ -e "$a" ] && keep+=":$(dirname "$a")" ;; esac
   done
-  ip netns exec "$ns" env -i --default-signal PATH="$MH_POD_PATH" HOME=/root HOSTNAME="$pod" "${vars[@]}" \
+  # MH_ETC_MPI: a directory mounted read-only at /etc/mpi (an MPIJob's ConfigMap with the hostfile).
+  ip netns exec "$ns" env -i --default-signal PATH="$MH_POD_PATH" HOME=/root HOSTNAME="$pod" \
+    ${MH_ETC_MPI:+GJMH_ETC_MPI="$MH_ETC_MPI"} "${vars[@]}" \
     unshare --uts --mount --pid --fork --mount-proc --propagation private -- \
     "$MH_DIR/pod_init.sh" "$pod" "$MH_RUN/hosts/$pod" "$MH_RUN/resolv.conf" "$MH_RUN/ssh" "$keep" -- "$@" \
     >>"$MH_RUN/logs/$pod.log" 2>&1 &

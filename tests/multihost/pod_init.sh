@@ -5,6 +5,7 @@
 # pod's command (which becomes PID 1, as a container command does):
 #   hostname            = the pod name (<job>-worker-0)
 #   /etc/hosts          = this pod's hosts file (every pod's <name>.<job>, own short name)
+#   /etc/mpi            = $GJMH_ETC_MPI read-only when set (an MPIJob's hostfile)
 #   /etc/resolv.conf    = nameserver 127.0.0.1: names not in the hosts file fail at once, on
 #                         the pod's own loopback (no DNS query leaves, whatever the machine uses)
 #   /root               = private tmpfs; /root/.ssh = the job's ssh Secret, read-only
@@ -38,6 +39,12 @@ hostname "$pod_hostname"
 # Order matters: the sources live under /tmp, so bind them before /tmp is replaced.
 mount --bind "$hosts_file" /etc/hosts
 mount --bind "$resolv_conf" /etc/resolv.conf
+if [ -n "${GJMH_ETC_MPI:-}" ]; then  # an MPIJob's config volume, read-only as the operator mounts it
+  mkdir -p /etc/mpi
+  mount --bind "$GJMH_ETC_MPI" /etc/mpi
+  mount -o remount,bind,ro /etc/mpi
+fi
+unset GJMH_ETC_MPI
 mount -t tmpfs -o mode=0700 gjmh-root /root
 mkdir /root/.ssh
 mount --bind "$ssh_secret" /root/.ssh

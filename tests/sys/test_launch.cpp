@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "../../agent/src/exit_codes.h"
+#include "exit_codes.h"
 #include "launch.h"
 #include "temp_dir.h"
 

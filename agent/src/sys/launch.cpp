@@ -19,8 +19,9 @@
 #include <cstring>
 #include <thread>
 
-#include "../exit_codes.h"
+#include "exit_codes.h"
 #include "internal.h"
+#include "termination.h"
 
 extern char** environ;
 
@@ -48,12 +49,13 @@ WarningSink& warning_sink() {
   return sink;
 }
 
-std::vector<int>& owned() {
+std::vector<int>& owned() {  // the background sshd; see also the signal-time table (termination.h)
   static std::vector<int> pids;
   return pids;
 }
 
 void forget_owned(int pid) {
+  forget_child(pid);
   auto& v = owned();
   v.erase(std::remove(v.begin(), v.end(), pid), v.end());
 }
@@ -317,6 +319,7 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
     ::execve(path.c_str(), cargv.data(), environ);
     child_report(report[1], 2, errno);
   }
+  remember_child(pid, false);  // a termination signal from here on also ends this child
   close_quietly(report[1]);
   close_quietly(out[1]);
   close_quietly(devnull);
@@ -331,6 +334,7 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
     int st = 0;
     while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
+    forget_child(pid);
     if (failure.stage == 0) fail_syscall("setpgid (child of " + path + ")", failure.err);
     if (failure.stage == 1) fail_syscall("dup2 (child of " + path + ")", failure.err);
     fail(exec_failure_code(failure.err), exec_failure_message(path, failure.err));
@@ -342,35 +346,53 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
   return ChildProcess{pid, out[0]};
 }
 
-CaptureResult run_and_capture(const std::vector<std::string>& argv, std::size_t max_bytes) {
+CaptureResult run_and_capture(const std::vector<std::string>& argv, std::size_t max_bytes,
+                              std::chrono::milliseconds timeout) {
   SpawnOptions opt;
   opt.capture_output = true;
   ChildProcess child = spawn_process(argv, opt);
   CaptureResult result;
   char buf[4096];
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ::kill(child.pid, SIGKILL);
+      close_quietly(child.output_fd);
+      wait_exit(child.pid);
+      fail(exit_code::kSetupFailed, "`" + argv[0] + (argv.size() > 1 ? " " + argv[1] : std::string()) +
+                                        "` did not finish within " + std::to_string(timeout.count() / 1000) + " s");
+    }
     pollfd p{child.output_fd, POLLIN, 0};
-    if (::poll(&p, 1, -1) < 0) {
+    const int pr = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (pr < 0) {
       if (errno == EINTR) continue;
       int e = errno;
       close_quietly(child.output_fd);
       fail_syscall("poll", e);
     }
+    if (pr == 0) continue;
     ssize_t n = ::read(child.output_fd, buf, sizeof buf);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     if (n <= 0) break;
     std::size_t room = max_bytes > result.output.size() ? max_bytes - result.output.size() : 0;
     result.output.append(buf, std::min<std::size_t>(room, static_cast<std::size_t>(n)));
+    if (result.output.size() >= max_bytes) {  // enough: what follows is not read at all
+      ::kill(child.pid, SIGKILL);
+      result.truncated = true;
+      break;
+    }
   }
   close_quietly(child.output_fd);
   result.status = wait_exit(child.pid);
   return result;
 }
 
-std::string capture_output(const std::vector<std::string>& argv) {
+std::string capture_output(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                           std::size_t max_bytes) {
   // The output is returned whatever the exit status: version banners are what callers want,
   // and some MPI launchers print them with a non-zero status.
-  return run_and_capture(argv).output;
+  return run_and_capture(argv, max_bytes, timeout).output;
 }
 
 int run_job(const std::vector<std::string>& argv, bool supervise_job) {
@@ -394,6 +416,8 @@ void register_owned_process(int pid) {
       std::atexit([] { terminate_owned_processes(std::chrono::milliseconds(500)); }) == 0;
   (void)at_exit_registered;
   owned().push_back(pid);
+  forget_child(pid);
+  remember_child(pid, true);
 }
 
 std::vector<int> owned_process_ids() { return owned(); }
@@ -417,6 +441,7 @@ void terminate_owned_processes(std::chrono::milliseconds grace) {
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
+  for (int pid : owned()) forget_child(pid);
   owned().clear();
 }
 

@@ -10,30 +10,29 @@
 #include <utility>
 #include <vector>
 
+#include "agent_error.h"
+#include "defaults.h"
+
 namespace gj {
 
 // Everything needed to run an sshd that serves MPI ranks in a pod.
 struct SshdSetup {
-  std::string sshd_path = "/usr/sbin/sshd";  // GJ_SSHD / --sshd
-  std::string state_dir = "/run/gj-mpirun";  // GJ_STATE_DIR: 0700, root-owned; keys, config
-  int port = 22;                             // GJ_SSH_PORT / --ssh-port
-  std::string ssh_dir = "/root/.ssh";        // GJ_SSH_DIR: mounted (read-only) keys
+  std::string sshd_path = defaults::kSshd;     // GJ_SSHD / --sshd
+  std::string state_dir = defaults::kStateDir;  // GJ_STATE_DIR: 0700, root-owned; keys, config
+  int port = defaults::kSshPort;                // GJ_SSH_PORT / --ssh-port
+  std::string ssh_dir = defaults::kSshDir;      // GJ_SSH_DIR: mounted (read-only) keys
   // Written into the generated sshd_config as SetEnv so every ssh session (every MPI rank on
   // this node) sees this pod's own values. Already filtered and ordered by the caller.
   std::vector<std::pair<std::string, std::string>> session_env;
   // Added by gj_agent_sys (defaults are what the platform's images need):
   std::string privsep_dir = "/run/sshd";   // sshd's privilege separation dir, created 0755 when missing
-  std::string ssh_keygen = "ssh-keygen";   // GJ_SSH_KEYGEN: resolved through PATH
+  std::string ssh_keygen = defaults::kSshKeygen;  // GJ_SSH_KEYGEN: resolved through PATH
   std::vector<std::string> listen_addresses{"0.0.0.0", "::"};
   std::chrono::milliseconds listen_timeout{std::chrono::seconds(10)};  // master: wait for listen
   std::string shadow_file = "/etc/shadow";  // checked for a locked root account (warning only)
 };
 
-// Thrown by everything below; exit_code is the documented gj-mpirun exit code for the class.
-struct LaunchError {
-  int exit_code;
-  std::string message;  // one line: the call, the value, the fix
-};
+// Everything below throws LaunchError (agent_error.h) with the documented exit code of the class.
 
 // Worker: creates the privilege separation dir, host keys (private to the pod, in state_dir)
 // and a hardened sshd_config, then execs `sshd -D -e -f <config>`. Never returns.
@@ -46,8 +45,12 @@ void start_background_sshd(const SshdSetup& setup);
 // (mounted secrets are often group-readable and ssh refuses them). Returns the copied paths.
 std::vector<std::string> prepare_client_keys(const SshdSetup& setup);
 
-// Runs argv, returns its stdout+stderr (for `mpiexec --version`). Throws LaunchError.
-std::string capture_output(const std::vector<std::string>& argv);
+// Runs argv, returns its stdout+stderr (for `mpiexec --version`): at most max_bytes (then the
+// child is killed), within timeout (else the child is killed and LaunchError kSetupFailed names
+// the command and the limit). Throws LaunchError.
+std::string capture_output(const std::vector<std::string>& argv,
+                           std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                           std::size_t max_bytes = 64 * 1024);
 
 // Runs the job: argv[0] resolved through PATH. When supervise is false, execs (never
 // returns). When true (PID 1 duty), forks, forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT (and
@@ -105,9 +108,12 @@ int shell_status(int wait_status);
 struct CaptureResult {
   int status = 0;
   std::string output;
+  bool truncated = false;  // max_bytes reached: the child was killed there
 };
-// Runs argv to completion (stdin /dev/null), output capped at max_bytes (rest discarded).
-CaptureResult run_and_capture(const std::vector<std::string>& argv, std::size_t max_bytes = 1 << 20);
+// Runs argv to completion (stdin /dev/null), output capped at max_bytes (the child is killed
+// there), within timeout (else killed, LaunchError kSetupFailed).
+CaptureResult run_and_capture(const std::vector<std::string>& argv, std::size_t max_bytes = 1 << 20,
+                              std::chrono::milliseconds timeout = std::chrono::minutes(2));
 
 // Background processes we started and must not leave behind (the master's sshd). run_job's
 // supervise mode terminates them after the job has exited; so does exit() (an atexit handler);

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "../exit_codes.h"
+#include "exit_codes.h"
 #include "internal.h"
 #include "launch.h"
 #include "quote.h"

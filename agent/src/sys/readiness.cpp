@@ -17,7 +17,7 @@
 #include <memory>
 #include <queue>
 
-#include "../exit_codes.h"
+#include "exit_codes.h"
 #include "internal.h"
 #include "launch.h"
 #include "resolver.h"

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "defaults.h"
+
 namespace gj {
 
 enum class HostState {
@@ -21,10 +23,10 @@ enum class HostState {
 const char* to_string(HostState s);
 
 struct ReadinessOptions {
-  std::chrono::milliseconds deadline{std::chrono::minutes(5)};        // GJ_READY_TIMEOUT
+  std::chrono::milliseconds deadline{std::chrono::seconds(defaults::kReadyTimeoutS)};  // GJ_READY_TIMEOUT
   std::chrono::milliseconds progress_interval{std::chrono::seconds(5)};
   std::chrono::milliseconds max_backoff{std::chrono::seconds(1)};     // retry cap per host
-  int port = 22;                                                     // GJ_SSH_PORT
+  int port = defaults::kSshPort;                                     // GJ_SSH_PORT
   // When non-empty, after TCP succeeds run argv = ssh_login_prefix + {host, "true"} and
   // require exit 0 (e.g. {"ssh","-o","BatchMode=yes",...}). Empty = TCP check only.
   std::vector<std::string> ssh_login_prefix;

@@ -111,4 +111,10 @@ bool shadow_account_locked(std::string_view shadow_text, std::string_view user) 
   return false;
 }
 
+std::vector<std::string> sshd_argv(const std::string& sshd_path, const std::string& config_path) {
+  return {sshd_path, "-D", "-e", "-f", config_path};
+}
+
+std::string sshd_config_path(const std::string& state_dir) { return state_dir + "/sshd_config"; }
+
 }  // namespace gj

@@ -7,10 +7,12 @@
 #include <utility>
 #include <vector>
 
+#include "defaults.h"
+
 namespace gj {
 
 struct SshdConfigSpec {
-  int port = 22;
+  int port = defaults::kSshPort;
   std::vector<std::string> listen_addresses{"0.0.0.0", "::"};
   std::vector<std::string> host_keys;  // absolute paths (private keys)
   std::string authorized_keys_file;    // absolute path
@@ -36,6 +38,14 @@ std::string setenv_argument(const std::string& name, const std::string& value);
 bool is_plain_config_path(const std::string& path);
 
 RenderedSshdConfig render_sshd_config(const SshdConfigSpec& spec);
+
+// The one sshd command line, for the worker's exec, the master's background sshd and the dry
+// run alike: -D stays in the foreground (the pod's main process, or our supervised child; sshd
+// reaps its sessions' orphans), -e logs to stderr (the pod log).
+std::vector<std::string> sshd_argv(const std::string& sshd_path, const std::string& config_path);
+
+// Where gj-mpirun writes the generated config inside the state dir.
+std::string sshd_config_path(const std::string& state_dir);
 
 // True when /etc/shadow text marks `user` as locked the way OpenSSH on Linux checks it (the
 // password field starts with '!'). With UsePAM no, sshd then refuses every login of that user,

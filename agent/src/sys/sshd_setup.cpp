@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "../exit_codes.h"
+#include "exit_codes.h"
 #include "internal.h"
 #include "launch.h"
 #include "private_files.h"
@@ -90,7 +90,7 @@ std::string prepare_sshd(const SshdSetup& setup) {
   spec.session_env = setup.session_env;
   RenderedSshdConfig cfg = render_sshd_config(spec);
   for (const auto& w : cfg.warnings) warn(w);
-  const std::string path = setup.state_dir + "/sshd_config";
+  const std::string path = sshd_config_path(setup.state_dir);
   write_private_file(path, cfg.text, 0600);
 
   // sshd -t reports a bad configuration (or an unusable host key) as one clear line now,
@@ -137,9 +137,7 @@ bool local_port_accepts(const SshdSetup& setup) {
 
 void exec_worker_sshd(const SshdSetup& setup) {
   const std::string config = prepare_sshd(setup);
-  // -D: stay in the foreground as the pod's main process (sshd reaps its sessions' orphans);
-  // -e: log to stderr, i.e. to the pod log.
-  run_job({setup.sshd_path, "-D", "-e", "-f", config}, false);
+  run_job(sshd_argv(setup.sshd_path, config), false);
   fail(exit_code::kInternal, "exec " + setup.sshd_path + " returned");  // run_job(.., false) never returns
 }
 
@@ -149,7 +147,7 @@ void start_background_sshd(const SshdSetup& setup) {
   ::unlink(pid_file.c_str());
   SpawnOptions opt;
   opt.new_process_group = true;  // signals for the job's group do not hit it; we stop it ourselves
-  ChildProcess sshd = spawn_process({setup.sshd_path, "-D", "-e", "-f", config}, opt);
+  ChildProcess sshd = spawn_process(sshd_argv(setup.sshd_path, config), opt);
   register_owned_process(sshd.pid);
 
   // sshd writes its PidFile after binding its listen sockets; checking the file as well as a

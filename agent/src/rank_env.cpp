@@ -1,0 +1,161 @@
+#include "rank_env.h"
+
+#include "agent_error.h"
+#include "exit_codes.h"
+#include "sys/quote.h"
+#include "value_parsers.h"
+
+namespace gj {
+namespace {
+
+[[noreturn]] void bad_spec(const std::string& text, const std::string& why) {
+  throw AgentError{exit_code::kUsage, std::string(kRankExecFlag) + " " + quoted_value(text) + ": " + why +
+                                          " (gj-mpirun writes this argument itself; do not pass it by hand)"};
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::optional<std::string> get(const EnvMap& env, const char* name) {
+  const auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace
+
+const std::vector<const char*>& rank_env_names() {
+  static const std::vector<const char*> names = {"RANK",       "WORLD_SIZE",  "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                                 "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT"};
+  return names;
+}
+
+std::string encode_rank_env_spec(const RankEnvSpec& spec) {
+  std::string out = spec.master_addr + "," + std::to_string(spec.master_port);
+  for (std::size_t i = 0; i < spec.slots.size();) {
+    std::size_t j = i;
+    while (j < spec.slots.size() && spec.slots[j] == spec.slots[i]) ++j;
+    out += "," + std::to_string(spec.slots[i]) + "*" + std::to_string(j - i);
+    i = j;
+  }
+  return out;
+}
+
+RankEnvSpec decode_rank_env_spec(const std::string& text) {
+  const auto parts = split(text, ',');
+  if (parts.size() < 3) bad_spec(text, "expected <addr>,<port>,<slots>*<hosts>...");
+  RankEnvSpec spec;
+  spec.master_addr = parts[0];
+  if (spec.master_addr.empty()) bad_spec(text, "empty master address");
+  try {
+    spec.master_port = parse_port("master port", parts[1]);
+    for (std::size_t i = 2; i < parts.size(); ++i) {
+      const auto star = parts[i].find('*');
+      if (star == std::string::npos) bad_spec(text, "slot run " + quoted_value(parts[i]) + " lacks '*'");
+      const std::int64_t slots = parse_count("slots", parts[i].substr(0, star));
+      const std::int64_t hosts = parse_count("hosts", parts[i].substr(star + 1));
+      if (hosts > (1 << 24)) bad_spec(text, "too many hosts");
+      spec.slots.insert(spec.slots.end(), static_cast<std::size_t>(hosts), slots);
+    }
+  } catch (const AgentError& e) {
+    bad_spec(text, e.message);
+  }
+  return spec;
+}
+
+RankEnv rank_environment(const EnvMap& env, const RankEnvSpec& spec) {
+  RankEnv out;
+  std::optional<std::string> rank, size, local_rank, local_size;
+  if (get(env, "OMPI_COMM_WORLD_RANK")) {
+    out.source = "OMPI_COMM_WORLD_*";
+    rank = get(env, "OMPI_COMM_WORLD_RANK");
+    size = get(env, "OMPI_COMM_WORLD_SIZE");
+    local_rank = get(env, "OMPI_COMM_WORLD_LOCAL_RANK");
+    local_size = get(env, "OMPI_COMM_WORLD_LOCAL_SIZE");
+  } else if (get(env, "PMI_RANK")) {
+    out.source = "PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS";
+    rank = get(env, "PMI_RANK");
+    size = get(env, "PMI_SIZE");
+    local_rank = get(env, "MPI_LOCALRANKID");
+    local_size = get(env, "MPI_LOCALNRANKS");
+  } else {
+    throw AgentError{exit_code::kBadEnvironment,
+                     std::string(kRankExecFlag) +
+                         ": neither OMPI_COMM_WORLD_RANK (Open MPI) nor PMI_RANK (MPICH, Intel MPI) is set; this mode "
+                         "runs under mpiexec only"};
+  }
+  const std::int64_t r = parse_count("rank", rank.value_or(""));
+  std::vector<std::pair<std::string, std::string>> want = {{"RANK", *rank}};
+  if (size) want.emplace_back("WORLD_SIZE", *size);
+  if (local_rank) want.emplace_back("LOCAL_RANK", *local_rank);
+  if (local_size) want.emplace_back("LOCAL_WORLD_SIZE", *local_size);
+  // The host holding rank r when ranks fill hosts slot by slot, in host order.
+  std::int64_t first = 0;
+  bool placed = false;
+  for (std::size_t h = 0; h < spec.slots.size(); ++h) {
+    if (r < first + spec.slots[h]) {
+      if (local_rank && std::to_string(r - first) != *local_rank) break;  // not mapped by slot
+      want.emplace_back("GROUP_RANK", std::to_string(h));
+      placed = true;
+      break;
+    }
+    first += spec.slots[h];
+  }
+  if (!placed)
+    out.warnings.push_back("GROUP_RANK not set: rank " + std::to_string(r) +
+                           " is not where slot-by-slot mapping puts it (an --map-by of your own?)");
+  want.emplace_back("MASTER_ADDR", spec.master_addr);
+  want.emplace_back("MASTER_PORT", std::to_string(spec.master_port));
+  for (auto& [name, value] : want) {
+    if (env.count(name) != 0) out.kept.push_back(name);
+    else out.set.emplace_back(std::move(name), std::move(value));
+  }
+  return out;
+}
+
+RankEnvSpec master_rank_env_spec(const std::vector<std::int64_t>& slots, const std::string& first_host,
+                                 const EnvMap& env, int chosen_port, const std::string& port_how,
+                                 RankEnvOrigin* origin) {
+  RankEnvSpec spec;
+  spec.slots = slots;
+  RankEnvOrigin o{"the first rank's host", port_how};
+  if (const auto addr = get(env, "MASTER_ADDR")) {
+    spec.master_addr = *addr;
+    o.addr = "MASTER_ADDR set on the master";
+  } else {
+    spec.master_addr = first_host;
+  }
+  if (const auto port = get(env, "MASTER_PORT")) {
+    try {
+      spec.master_port = parse_port("MASTER_PORT", *port);
+    } catch (const AgentError& e) {
+      throw AgentError{exit_code::kBadEnvironment, e.message + " (torch.distributed's rendezvous port)"};
+    }
+    o.port = "MASTER_PORT set on the master";
+  } else {
+    spec.master_port = chosen_port;
+  }
+  if (origin != nullptr) *origin = o;
+  return spec;
+}
+
+std::vector<std::string> rank_exec_command(const std::string& self, const RankEnvSpec& spec,
+                                           const std::vector<std::string>& command) {
+  std::vector<std::string> out = {self, kRankExecFlag, encode_rank_env_spec(spec), "--"};
+  out.insert(out.end(), command.begin(), command.end());
+  return out;
+}
+
+}  // namespace gj

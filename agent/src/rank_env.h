@@ -1,0 +1,70 @@
+// torchrun's rank environment for every rank, whatever the MPI flavour: RANK, WORLD_SIZE,
+// LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT. mpiexec starts every rank
+// as `gj-mpirun --rank-exec <spec> -- <command...>` (the static binary every pod already has);
+// that small mode sets the variables from what the MPI flavour gives the rank and execs the
+// command. Pure: the exec is in main.cpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "env_map.h"
+
+namespace gj {
+
+inline constexpr const char* kRankExecFlag = "--rank-exec";
+// torchrun's default, used when the first rank's host is not this pod (no free port to ask for).
+inline constexpr int kDefaultMasterPort = 29500;
+
+// What the master passes to every rank: the rendezvous address and the slots of each host in
+// host order (run-length encoded in the argument so that a large job stays short).
+struct RankEnvSpec {
+  std::string master_addr;
+  int master_port = kDefaultMasterPort;
+  std::vector<std::int64_t> slots;  // per host, in host order (names are not needed)
+  bool operator==(const RankEnvSpec& o) const {
+    return master_addr == o.master_addr && master_port == o.master_port && slots == o.slots;
+  }
+};
+
+// "<addr>,<port>,<slots>*<hosts>,..." e.g. "job-master-0.job,41234,2*1,4*3".
+std::string encode_rank_env_spec(const RankEnvSpec& spec);
+// Throws AgentError (kUsage) naming the bad part.
+RankEnvSpec decode_rank_env_spec(const std::string& text);
+
+// The variables torchrun sets, in the order shown by --dry-run.
+const std::vector<const char*>& rank_env_names();
+
+struct RankEnv {
+  std::vector<std::pair<std::string, std::string>> set;  // to setenv before exec
+  std::vector<std::string> kept;      // already in the environment: the user's value wins
+  std::string source;                 // "OMPI_COMM_WORLD_*", "PMI_* / MPI_LOCALRANKID"
+  std::vector<std::string> warnings;  // one line each
+};
+
+// From the rank's environment (Open MPI: OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE};
+// MPICH/Intel hydra: PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS). GROUP_RANK is the
+// index of the rank's host: gj-mpirun maps ranks by slot, so rank r runs on the host whose
+// slot range holds r. Throws AgentError (kBadEnvironment) when no flavour's variables are there.
+RankEnv rank_environment(const EnvMap& env, const RankEnvSpec& spec);
+
+// Where MASTER_ADDR and MASTER_PORT come from, for --dry-run and the log.
+struct RankEnvOrigin {
+  std::string addr;  // "MASTER_ADDR (yours)", "the first rank's host"
+  std::string port;
+};
+
+// Master: the spec from the plan's hosts; the user's MASTER_ADDR / MASTER_PORT (master's
+// environment) win over the first rank's host and chosen_port.
+RankEnvSpec master_rank_env_spec(const std::vector<std::int64_t>& slots, const std::string& first_host,
+                                 const EnvMap& env, int chosen_port, const std::string& port_how,
+                                 RankEnvOrigin* origin);
+
+// Master: [self, --rank-exec, spec, --, command...].
+std::vector<std::string> rank_exec_command(const std::string& self, const RankEnvSpec& spec,
+                                           const std::vector<std::string>& command);
+
+}  // namespace gj

@@ -1,0 +1,238 @@
+#include "settings.h"
+
+#include <algorithm>
+#include <string>
+
+#include "agent_error.h"
+#include "defaults.h"
+#include "exit_codes.h"
+#include "sys/quote.h"
+#include "value_parsers.h"
+
+namespace gj {
+namespace {
+
+using Store = decltype(Setting::store);
+using Values = std::vector<std::string>;
+
+const std::string& last(const Values& v) { return v.back(); }
+
+[[noreturn]] void bad_choice(const std::string& label, const std::string& value, const std::string& choices) {
+  throw AgentError{exit_code::kBadEnvironment, quoted_setting(label, value) + " is not one of " + choices + "; pick one of them"};
+}
+
+Store text(std::string AgentSettings::*field) {
+  return [field](AgentSettings& s, const std::string&, const Values& v) { s.*field = last(v); };
+}
+
+Store boolean(bool AgentSettings::*field) {
+  return [field](AgentSettings& s, const std::string& label, const Values& v) { s.*field = parse_bool(label, last(v)); };
+}
+
+// Whole seconds, at least 1; `fix` says what to do instead of 0.
+Store seconds(std::int64_t AgentSettings::*field, const char* fix) {
+  return [field, fix](AgentSettings& s, const std::string& label, const Values& v) {
+    const std::int64_t n = parse_count(label, last(v));
+    if (n < 1) throw AgentError{exit_code::kBadEnvironment, label + "=\"" + last(v) + "\" must be at least 1 second; " + fix};
+    s.*field = n;
+  };
+}
+
+template <typename T>
+Store choice(T AgentSettings::*field, std::vector<std::pair<const char*, T>> names) {
+  return [field, names](AgentSettings& s, const std::string& label, const Values& v) {
+    std::string all;
+    for (const auto& [name, value] : names) {
+      if (last(v) == name) {
+        s.*field = value;
+        return;
+      }
+      all += (all.empty() ? "" : ", ") + std::string(name);
+    }
+    bad_choice(label, last(v), all);
+  };
+}
+
+Values split_commas(const std::string& s) {
+  Values out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+void store_mpi(AgentSettings& s, const std::string& label, const Values& v) {
+  if (last(v) == "auto") {
+    s.mpi.reset();
+    return;
+  }
+  s.mpi = flavour_from_name(last(v));
+  if (!s.mpi) bad_choice(label, last(v), "auto, openmpi, openmpi4, openmpi5, mpich, intel");
+}
+
+void store_supervise(AgentSettings& s, const std::string& label, const Values& v) {
+  if (last(v) == "auto") s.supervise = Supervise::Auto;
+  else s.supervise = parse_bool(label, last(v)) ? Supervise::On : Supervise::Off;
+}
+
+void store_exports(AgentSettings& s, const std::string&, const Values& v) { s.exports = v; }
+
+void store_port(AgentSettings& s, const std::string& label, const Values& v) { s.ssh_port = parse_port(label, last(v)); }
+
+const std::string kPort = std::to_string(defaults::kSshPort);
+const std::string kConnect = std::to_string(defaults::kSshConnectTimeoutS);
+const std::string kReady = std::to_string(defaults::kReadyTimeoutS);
+
+// Written by the platform on every pod; users must not override them.
+Setting platform(const char* variable, const char* shown, const char* help) {
+  return Setting{variable, {}, "", SettingType::Text, "", shown, help, {}};
+}
+
+std::vector<Setting> make_table() {
+  using T = SettingType;
+  return {
+      platform("GJ_TRAINING_ROLE", "", "pod role: master (computes hosts+np, runs mpiexec) or worker (runs sshd only)"),
+      platform("GJ_TRAINING_VC_JOB_NAME", "", "Volcano job name; the master host is <pod>.<job>"),
+      platform("GJ_TRAINING_POD_NAME", "", "this pod's name"),
+      platform("GJ_TRAINING_MASTER_CPU_LIMIT", "", "master CPU limit (Kubernetes quantity, floored); slots when no role uses GPUs"),
+      platform("GJ_TRAINING_MASTER_GPU_LIMIT", "", "master GPUs; slots on the master when GPUs are used"),
+      platform("GJ_TRAINING_MASTER_REPLICAS", "", "master replicas; must be 1"),
+      platform("GJ_TRAINING_WORKER_CPU_LIMIT", "", "worker CPU limit (Kubernetes quantity, floored); slots when no role uses GPUs"),
+      platform("GJ_TRAINING_WORKER_GPU_LIMIT", "", "worker GPUs; slots on each worker when GPUs are used"),
+      platform("GJ_TRAINING_WORKER_REPLICAS", "", "worker replicas; must equal the number of worker hosts"),
+      platform("MPI_HOST", "(absent)", "worker hosts, comma-separated (Volcano mpi plugin); empty fields ignored"),
+      // Written by the Kubeflow mpi-operator (MPIJob v2beta1) instead; read only without GJ_TRAINING_ROLE.
+      platform("K_MPI_JOB_ROLE", "", "Kubeflow MPIJob pod role: launcher (plans from the hostfile, runs mpiexec) or worker (sshd)"),
+      platform("OMPI_MCA_orte_default_hostfile", "", "MPIJob with Open MPI: the hostfile (`host slots=N` lines); selects Open MPI"),
+      platform("HYDRA_HOST_FILE", "", "MPIJob with MPICH: the hostfile (`host:N` lines); selects MPICH"),
+      platform("I_MPI_HYDRA_HOST_FILE", "", "MPIJob with Intel MPI: the hostfile (`host:N` lines); selects Intel MPI"),
+      platform("HOSTNAME", "", "this pod's name (MPIJob: the launcher's own entry in the hostfile starts with it)"),
+      // gj-mpirun's own settings.
+      {"GJ_HOSTS_FILE", {{"--hosts-file", nullptr}}, "F", T::Text, "", nullptr,
+       "read worker hosts from this file (one per line) instead of MPI_HOST; when neither is set, "
+       "/etc/volcano/worker.host is read if it exists",
+       text(&AgentSettings::hosts_file)},
+      {"GJ_MASTER_HOST", {{"--master-host", nullptr}}, "H", T::Text, "", "<pod>.<job>",
+       "the master's host name in the host list (local runs: localhost)", text(&AgentSettings::master_host)},
+      {"GJ_MPI", {{"--mpi", nullptr}}, "F", T::Choice, "auto", nullptr,
+       "MPI flavour: auto (from `mpiexec --version`), openmpi, openmpi5, mpich, intel", store_mpi},
+      {"GJ_MPIEXEC", {{"--mpiexec", nullptr}}, "P", T::Text, "mpiexec", nullptr, "mpiexec program (looked up in PATH)",
+       text(&AgentSettings::mpiexec)},
+      {"GJ_PYTHON", {{"--python", nullptr}}, "P", T::Text, "python3", nullptr, "interpreter for a .py training script",
+       text(&AgentSettings::python)},
+      {"GJ_EXPORT", {{"--export", nullptr}}, "X", T::List, "", nullptr,
+       "extra variables for every rank, comma-separated NAME, NAME=VALUE or PREFIX* (flag repeatable)", store_exports},
+      {"GJ_DEFAULT_EXPORTS", {{"--no-default-exports", "0"}}, "", T::Bool, "1", nullptr,
+       "forward the default set of job-wide variables (see docs)", boolean(&AgentSettings::default_exports)},
+      {"GJ_HOSTFILE_MODE", {{"--hostfile-mode", nullptr}}, "M", T::Choice, "auto", nullptr,
+       "auto: pass hosts in a hostfile only when the host argument nears 128 KiB; always; never",
+       choice(&AgentSettings::hostfile_mode,
+              {{"auto", HostfileMode::Auto}, {"always", HostfileMode::Always}, {"never", HostfileMode::Never}})},
+      {"GJ_RANK_ENV", {{"--no-rank-env", "0"}}, "", T::Bool, "1", nullptr,
+       "give every rank torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT",
+       boolean(&AgentSettings::rank_env)},
+      {"GJ_SSHD", {{"--sshd", nullptr}}, "P", T::Text, defaults::kSshd, nullptr, "sshd program", text(&AgentSettings::sshd)},
+      {"GJ_SSH_KEYGEN", {}, "P", T::Text, defaults::kSshKeygen, nullptr,
+       "program that generates the pod's sshd host key (looked up in PATH)", text(&AgentSettings::ssh_keygen)},
+      {"GJ_NO_SSHD", {{"--no-sshd", "1"}}, "", T::Bool, "0", nullptr,
+       "master: do not start its own sshd (local runs without ssh to itself)", boolean(&AgentSettings::no_sshd)},
+      {"GJ_SSH_PORT", {{"--ssh-port", nullptr}}, "N", T::Port, kPort.c_str(), nullptr,
+       "port sshd listens on and ssh connects to", store_port},
+      {"GJ_SSH_CONNECT_TIMEOUT", {{"--ssh-connect-timeout", nullptr}}, "S", T::Count, kConnect.c_str(), nullptr,
+       "ssh ConnectTimeout in seconds", seconds(&AgentSettings::ssh_connect_timeout_s, "raise it")},
+      {"GJ_SSH_DIR", {{"--ssh-dir", nullptr}}, "D", T::Text, defaults::kSshDir, nullptr,
+       "mounted ssh keys (read-only; copied to a private place)", text(&AgentSettings::ssh_dir)},
+      {"GJ_STATE_DIR", {{"--state-dir", nullptr}}, "D", T::Text, defaults::kStateDir, nullptr,
+       "private directory for sshd config, host keys, copied keys, hostfile", text(&AgentSettings::state_dir)},
+      {"GJ_READY_TIMEOUT", {{"--ready-timeout", nullptr}}, "S", T::Count, kReady.c_str(), nullptr,
+       "seconds the master waits for every host's sshd",
+       seconds(&AgentSettings::ready_timeout_s, "use --no-wait to skip the gate")},
+      {"GJ_MPI_DETECT_TIMEOUT", {}, "S", T::Count, "10", nullptr,
+       "seconds `mpiexec --version` may take before detection fails (pass --mpi to skip it)",
+       seconds(&AgentSettings::detect_timeout_s, "raise it or pass --mpi")},
+      {"GJ_NO_WAIT", {{"--no-wait", "1"}}, "", T::Bool, "0", nullptr, "master: skip the readiness gate",
+       boolean(&AgentSettings::no_wait)},
+      {"GJ_SSH_CHECK", {{"--ssh-check", "1"}}, "", T::Bool, "0", nullptr,
+       "readiness gate also requires a real non-interactive ssh login", boolean(&AgentSettings::ssh_check)},
+      {"GJ_SUPERVISE", {{"--supervise", "1"}, {"--no-supervise", "0"}}, "", T::Choice, "auto", nullptr,
+       "auto: supervise mpiexec (forward signals, reap zombies) only when gj-mpirun is PID 1; 1: always; 0: exec",
+       store_supervise},
+      {"GJ_LOG_LEVEL", {{"--log-level", nullptr}}, "L", T::Choice, "info", nullptr, "trace, debug, info, warn, error, off",
+       text(&AgentSettings::log_level)},
+      // Read, not set by gj-mpirun.
+      platform("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+               "where mpiexec, the interpreter, sshd, ssh-keygen and a bare script name are looked up"),
+  };
+}
+
+void check_log_level(const AgentSettings& s, const std::string& label) {
+  static const char* const kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
+  if (std::find(std::begin(kLevels), std::end(kLevels), s.log_level) == std::end(kLevels))
+    bad_choice(label, s.log_level, "trace, debug, info, warn, error, off");
+}
+
+}  // namespace
+
+std::string Setting::label() const {
+  const std::string f = flag_text();
+  return f.empty() ? variable : f + "/" + variable;
+}
+
+std::string Setting::flag_text() const {
+  std::string out;
+  for (const auto& f : flags) out += (out.empty() ? "" : " / ") + std::string(f.name);
+  return out;
+}
+
+const std::vector<Setting>& settings_table() {
+  static const std::vector<Setting> table = make_table();
+  return table;
+}
+
+const Setting& setting(const std::string& variable) {
+  for (const auto& s : settings_table())
+    if (variable == s.variable) return s;
+  throw AgentError{exit_code::kInternal, "internal: variable " + variable + " is read but missing from settings_table()"};
+}
+
+std::optional<std::string> read_variable(const EnvMap& env, const std::string& variable) {
+  (void)setting(variable);
+  const auto it = env.find(variable);
+  if (it == env.end()) return std::nullopt;
+  return it->second;
+}
+
+AgentSettings resolve_settings(const EnvMap& env, const FlagValues& flags) {
+  AgentSettings s;
+  for (const Setting& row : settings_table()) {
+    if (row.platform()) continue;
+    Values values;
+    const auto from_env = env.find(row.variable);
+    const std::string env_text = from_env != env.end() ? from_env->second : "";
+    const auto from_flags = flags.find(row.variable);
+    const Values flag_values = from_flags != flags.end() ? from_flags->second : Values{};
+    if (row.type == SettingType::List) {
+      values = split_commas(env_text);
+      for (const auto& v : flag_values)
+        if (!v.empty()) values.push_back(v);
+    } else {
+      std::string chosen = flag_values.empty() ? env_text : flag_values.back();
+      if (chosen.empty()) chosen = row.default_value;  // an empty value means "unset", as for every GJ_* variable
+      values = {chosen};
+    }
+    row.store(s, row.label(), values);
+  }
+  check_log_level(s, setting("GJ_LOG_LEVEL").label());
+  return s;
+}
+
+AgentSettings default_settings() { return resolve_settings({}, {}); }
+
+}  // namespace gj

@@ -1,0 +1,20 @@
+// Two facts about this pod that planning needs and cannot compute: where this executable is
+// (every rank re-runs it in its rank-exec mode) and a TCP port that is free here now.
+#pragma once
+
+#include <string>
+
+namespace gj {
+
+// /proc/self/exe. Throws LaunchError (kInternal) when it cannot be read.
+std::string self_executable();
+
+// gethostname(): a pod's name. Throws LaunchError (kInternal) when it fails.
+std::string local_host_name();
+
+// A port the kernel reports free on every local address (bind to port 0, read it back, close).
+// Another process may take it before the job binds it; the window is the job's start-up.
+// Throws LaunchError (kSetupFailed) naming the failed call.
+int free_tcp_port();
+
+}  // namespace gj
