@@ -1,6 +1,7 @@
 // gj collectives, C++17 wrapper over the C ABI (collectives.h): a move-only RAII communicator,
-// typed exceptions carrying the result code, and typed overloads (float, double, int32_t,
-// int64_t, uint8_t, gj::float16, gj::bfloat16) so the dtype follows from the buffer type.
+// typed exceptions carrying the result code, typed overloads (float, double, int32_t,
+// int64_t, uint8_t, gj::float16, gj::bfloat16; int8_t, int16_t and bool for data movement)
+// so the dtype follows from the buffer type, and RAII nonblocking requests (gj::Request).
 //
 //   gj::Communicator comm = gj::Communicator::world();
 //   std::vector<float> grad(n);
@@ -84,8 +85,53 @@ template <> struct dtype_of<bfloat16> { static constexpr gjDataType_t value = gj
 template <> struct dtype_of<std::int32_t> { static constexpr gjDataType_t value = gjInt32; };
 template <> struct dtype_of<std::int64_t> { static constexpr gjDataType_t value = gjInt64; };
 template <> struct dtype_of<std::uint8_t> { static constexpr gjDataType_t value = gjUint8; };
+template <> struct dtype_of<std::int8_t> { static constexpr gjDataType_t value = gjInt8; };
+template <> struct dtype_of<std::int16_t> { static constexpr gjDataType_t value = gjInt16; };
+template <> struct dtype_of<bool> { static constexpr gjDataType_t value = gjBool; };
+static_assert(sizeof(bool) == 1, "gjBool is one byte per element");
 template <class T>
 constexpr gjDataType_t dtype_of_v = dtype_of<std::remove_cv_t<T>>::value;
+
+// ---- Requests -----------------------------------------------------------------------------
+// A nonblocking operation in flight (move-only). wait() blocks and throws the operation's
+// error; test() polls. Destroying an unfinished Request waits for it (errors ignored: call
+// wait() to see them), so buffers are never released under a running operation.
+class Request {
+ public:
+  Request() noexcept = default;
+  explicit Request(gjRequest_t handle) noexcept : req_(handle) {}
+  Request(Request&& other) noexcept : req_(std::exchange(other.req_, nullptr)) {}
+  Request& operator=(Request&& other) noexcept {
+    if (this != &other) {
+      reset();
+      req_ = std::exchange(other.req_, nullptr);
+    }
+    return *this;
+  }
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request() { reset(); }
+
+  // Blocks until done; the Request is empty afterwards.
+  void wait() { check(gjWait(std::exchange(req_, nullptr))); }
+  // true once done (the Request is then empty; an error is thrown); false while running.
+  bool test() {
+    if (req_ == nullptr) return true;
+    int done = 0;
+    const gjResult_t rc = gjTest(req_, &done);
+    if (done || rc != gjSuccess) req_ = nullptr;
+    check(rc);
+    return done != 0;
+  }
+  bool pending() const noexcept { return req_ != nullptr; }
+  gjRequest_t handle() const noexcept { return req_; }
+
+ private:
+  void reset() noexcept {
+    if (req_ != nullptr) gjWait(std::exchange(req_, nullptr));
+  }
+  gjRequest_t req_ = nullptr;
+};
 
 // ---- Communicator -------------------------------------------------------------------------
 class Communicator {
@@ -178,6 +224,101 @@ class Communicator {
                          int ntensors, gjDataType_t dtype, gjRedOp_t op, void* stream = nullptr) {
     check(gjGroupedAllReduce(sends, recvs, counts, ntensors, dtype, op, comm_, stream), comm_);
   }
+  void allreduce_scaled(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
+                        double prescale, double postscale, void* stream = nullptr) {
+    check(gjAllReduceScaled(send, recv, count, dtype, op, prescale, postscale, comm_, stream), comm_);
+  }
+  void grouped_allreduce_scaled(const void* const* sends, void* const* recvs, const std::size_t* counts,
+                                int ntensors, gjDataType_t dtype, gjRedOp_t op, double prescale,
+                                double postscale, void* stream = nullptr) {
+    check(gjGroupedAllReduceScaled(sends, recvs, counts, ntensors, dtype, op, prescale, postscale, comm_, stream),
+          comm_);
+  }
+  // Equal counts: recv holds size() * sendcount elements.
+  void allgather(const void* send, void* recv, std::size_t sendcount, gjDataType_t dtype,
+                 void* stream = nullptr) {
+    check(gjAllGather(send, recv, sendcount, dtype, comm_, stream), comm_);
+  }
+  template <class T>
+  void allgather(const T* send, T* recv, std::size_t sendcount, void* stream = nullptr) {
+    allgather(send, recv, sendcount, dtype_of_v<T>, stream);
+  }
+  // Per-rank counts (size() entries, the same on every rank).
+  void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& recvcounts, gjDataType_t dtype,
+                  void* stream = nullptr) {
+    check(gjAllGatherV(send, recv, recvcounts.data(), dtype, comm_, stream), comm_);
+  }
+  template <class T>
+  void allgatherv(const T* send, T* recv, const std::vector<std::size_t>& recvcounts, void* stream = nullptr) {
+    allgatherv(send, recv, recvcounts, dtype_of_v<T>, stream);
+  }
+  void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& recvcounts, gjDataType_t dtype,
+                      gjRedOp_t op, double prescale = 1.0, double postscale = 1.0, void* stream = nullptr) {
+    check(gjReduceScatter(send, recv, recvcounts.data(), dtype, op, prescale, postscale, comm_, stream), comm_);
+  }
+  template <class T>
+  void reduce_scatter(const T* send, T* recv, const std::vector<std::size_t>& recvcounts, gjRedOp_t op,
+                      double prescale = 1.0, double postscale = 1.0, void* stream = nullptr) {
+    reduce_scatter(send, recv, recvcounts, dtype_of_v<T>, op, prescale, postscale, stream);
+  }
+  void barrier() { check(gjBarrier(comm_), comm_); }
+  // Collective; ranks with color < 0 get an empty Communicator.
+  Communicator split(int color, int key) const {
+    gjComm_t c = nullptr;
+    check(gjCommSplit(comm_, color, key, &c), comm_);
+    return Communicator(c);
+  }
+  void set_check(bool enabled) { check(gjCommSetCheck(comm_, enabled ? 1 : 0), comm_); }
+
+  // Nonblocking forms: the buffers must stay valid until the Request completes.
+  Request iallreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
+                     double prescale = 1.0, double postscale = 1.0, void* stream = nullptr) {
+    gjRequest_t r = nullptr;
+    check(gjIallReduce(send, recv, count, dtype, op, prescale, postscale, comm_, stream, &r), comm_);
+    return Request(r);
+  }
+  template <class T>
+  Request iallreduce(T* buf, std::size_t count, gjRedOp_t op, void* stream = nullptr) {
+    return iallreduce(buf, buf, count, dtype_of_v<T>, op, 1.0, 1.0, stream);
+  }
+  Request igrouped_allreduce(const void* const* sends, void* const* recvs, const std::size_t* counts, int ntensors,
+                             gjDataType_t dtype, gjRedOp_t op, double prescale = 1.0, double postscale = 1.0,
+                             void* stream = nullptr) {
+    gjRequest_t r = nullptr;
+    check(gjIgroupedAllReduce(sends, recvs, counts, ntensors, dtype, op, prescale, postscale, comm_, stream, &r),
+          comm_);
+    return Request(r);
+  }
+  Request ibroadcast(void* buf, std::size_t count, gjDataType_t dtype, int root, void* stream = nullptr) {
+    gjRequest_t r = nullptr;
+    check(gjIbroadcast(buf, count, dtype, root, comm_, stream, &r), comm_);
+    return Request(r);
+  }
+  Request iallgather(const void* send, void* recv, std::size_t sendcount, gjDataType_t dtype,
+                     void* stream = nullptr) {
+    gjRequest_t r = nullptr;
+    check(gjIallGather(send, recv, sendcount, dtype, comm_, stream, &r), comm_);
+    return Request(r);
+  }
+  Request iallgatherv(const void* send, void* recv, const std::vector<std::size_t>& recvcounts, gjDataType_t dtype,
+                      void* stream = nullptr) {
+    gjRequest_t r = nullptr;
+    check(gjIallGatherV(send, recv, recvcounts.data(), dtype, comm_, stream, &r), comm_);
+    return Request(r);
+  }
+  Request ireduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& recvcounts,
+                          gjDataType_t dtype, gjRedOp_t op, double prescale = 1.0, double postscale = 1.0,
+                          void* stream = nullptr) {
+    gjRequest_t r = nullptr;
+    check(gjIreduceScatter(send, recv, recvcounts.data(), dtype, op, prescale, postscale, comm_, stream, &r), comm_);
+    return Request(r);
+  }
+  Request ibarrier() {
+    gjRequest_t r = nullptr;
+    check(gjIbarrier(comm_, &r), comm_);
+    return Request(r);
+  }
+
   // In place over (pointer, count) pairs of one element type.
   template <class T>
   void grouped_allreduce(const std::vector<std::pair<T*, std::size_t>>& tensors, gjRedOp_t op,

@@ -35,6 +35,40 @@ void run_cpp_cases(Ctx& ctx) {
     if (comm.rank() != ctx.rank || comm.size() != ctx.size) ctx.fail(kCppWrapper, "rank/size");
     if (comm.backend(false) != gjBackendMpi) ctx.fail(kCppWrapper, "host backend");
 
+    {  // allgather / allgatherv / reduce-scatter / split / requests
+      const std::size_t n = static_cast<std::size_t>(ctx.size);
+      std::vector<std::int16_t> mine(2, static_cast<std::int16_t>(ctx.rank)), all(2 * n, -1);
+      comm.allgather(mine.data(), all.data(), 2);
+      for (std::size_t q = 0; q < n; ++q) {
+        if (all[2 * q + 1] != static_cast<std::int16_t>(q)) ctx.fail(kCppWrapper, "allgather i16");
+      }
+      std::vector<std::size_t> counts(n, 1);
+      counts[0] = 3;
+      bool flags[3] = {ctx.rank == 0, true, false};
+      std::vector<unsigned char> flag_bytes(n + 2);
+      comm.allgatherv(flags, reinterpret_cast<bool*>(flag_bytes.data()), std::vector<std::size_t>(counts));
+      if (flag_bytes[0] != 1 || flag_bytes[1] != 1 || flag_bytes[2] != 0) ctx.fail(kCppWrapper, "allgatherv bool");
+      std::vector<double> in(n + 2, 1.0), out(counts[static_cast<std::size_t>(ctx.rank)]);
+      comm.reduce_scatter(in.data(), out.data(), counts, gjSum, 2.0, 0.5);
+      for (double v : out) {
+        if (v != static_cast<double>(ctx.size)) ctx.fail(kCppWrapper, "reduce_scatter scaled");
+      }
+      std::vector<float> g(100, 1.0f);
+      gj::Request r = comm.iallreduce(g.data(), g.size(), gjSum);
+      while (!r.test()) {
+      }
+      if (r.pending() || g[99] != static_cast<float>(ctx.size)) ctx.fail(kCppWrapper, "Request::test");
+      { gj::Request scoped = comm.iallreduce(g.data(), g.size(), gjSum); }  // waits when destroyed
+      if (g[0] != static_cast<float>(ctx.size * ctx.size)) ctx.fail(kCppWrapper, "~Request did not wait");
+      gj::Request b = comm.ibarrier();
+      b.wait();
+      expect_throw<gj::InvalidUsageError>(ctx, "wait on an empty Request", gjInvalidUsage, "gjWait: request=NULL",
+                                          [&] { b.wait(); });
+      comm.barrier();
+      gj::Communicator self = comm.split(ctx.rank, 0);
+      if (!self || self.size() != 1) ctx.fail(kCppWrapper, "split by rank");
+    }
+
     std::vector<float> f(5, static_cast<float>(ctx.rank + 1));
     comm.allreduce(f, gjSum);
     const float want = static_cast<float>(ctx.size * (ctx.size + 1) / 2);
