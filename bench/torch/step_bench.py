@@ -92,17 +92,24 @@ def make(model_name, rank, batch):
     return model, lambda m: m(inputs)
 
 
-def timed(step, steps, warmup):
+def timed(steppers, steps, warmup):
+    """Median step time per mode, the modes interleaved step by step (so a change in the
+    machine's load hits every mode alike); each step starts after a barrier, and the job's step
+    time is the slowest rank's."""
     for _ in range(warmup):
-        step()
-    hvd.barrier()
-    times = []
+        for step in steppers.values():
+            step()
+    times = {mode: [] for mode in steppers}
     for _ in range(steps):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    # The job's step: the slowest rank's median.
-    return hvd.allreduce(torch.tensor([statistics.median(times)], dtype=torch.float64), op=hvd.Max).item()
+        for mode, step in steppers.items():
+            hvd.barrier()
+            t0 = time.perf_counter()
+            step()
+            times[mode].append(time.perf_counter() - t0)
+    out = {}
+    for mode, ts in times.items():
+        out[mode] = hvd.allreduce(torch.tensor([statistics.median(ts)], dtype=torch.float64), op=hvd.Max).item()
+    return out
 
 
 def bench(model_name, args):
@@ -110,7 +117,6 @@ def bench(model_name, args):
     base, loss_of = make(model_name, rank, args.batch if model_name == "cnn" else args.rows)
     nparams = sum(p.numel() for p in base.parameters())
     ntensors = len(list(base.parameters()))
-    results = {}
 
     def loop(model, opt):
         def step():
@@ -119,15 +125,15 @@ def bench(model_name, args):
             opt.step()
         return step
 
-    m = copy.deepcopy(base)
-    results["local"] = timed(loop(m, torch.optim.SGD(m.parameters(), lr=1e-3)), args.steps, args.warmup)
-    m = copy.deepcopy(base)
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=1e-3), named_parameters=m.named_parameters())
-    results["gj"] = timed(loop(m, opt), args.steps, args.warmup)
-    m = copy.deepcopy(base)
-    ddp = nn.parallel.DistributedDataParallel(m)
-    results["ddp"] = timed(loop(ddp, torch.optim.SGD(ddp.parameters(), lr=1e-3)), args.steps, args.warmup)
-    return nparams, ntensors, results
+    local = copy.deepcopy(base)
+    gj_model = copy.deepcopy(base)
+    gj_opt = hvd.DistributedOptimizer(torch.optim.SGD(gj_model.parameters(), lr=1e-3),
+                                      named_parameters=gj_model.named_parameters())
+    ddp = nn.parallel.DistributedDataParallel(copy.deepcopy(base))
+    steppers = {"local": loop(local, torch.optim.SGD(local.parameters(), lr=1e-3)),
+                "gj": loop(gj_model, gj_opt),
+                "ddp": loop(ddp, torch.optim.SGD(ddp.parameters(), lr=1e-3))}
+    return nparams, ntensors, timed(steppers, args.steps, args.warmup)
 
 
 def main():
@@ -147,7 +153,7 @@ def main():
         rows.append((name,) + bench(name, args))
     if rank == 0:
         print(f"\ngj.torch DistributedOptimizer vs DDP over gloo, {size} ranks, CPU, torch {torch.__version__}, "
-              f"{torch.get_num_threads()} thread(s)/rank, median step of {args.steps} (slowest rank), "
+              f"{torch.get_num_threads()} thread(s)/rank, median of {args.steps} interleaved steps (slowest rank), "
               f"bucket {os.environ.get('GJ_TORCH_BUCKET_BYTES', 'default')} bytes")
         print("| model | params (tensors) | ranks | no-comm ms | gj ms | gj overhead ms (% of no-comm) "
               "| DDP-gloo ms | DDP overhead ms (% of no-comm) | gj overhead / DDP overhead |")

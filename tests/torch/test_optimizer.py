@@ -241,3 +241,18 @@ def test_wrapped_optimizer_is_its_class_and_trains_identically(world):
     after = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     assert not torch.equal(before, after)
     assert torch.equal(hvd.broadcast(after, 0), after)
+
+
+def test_process_set_optimizer(world):
+    r, n = world
+    members = [0, n - 1] if n > 2 else [1]  # never all ranks (the global set exists already)
+    ps = hvd.add_process_set(members)
+    if ps.included():
+        model = Branches()
+        opt = make(model, process_set=ps)
+        opt.zero_grad()
+        model.loss_a(data(r)).backward()
+        opt.synchronize()
+        want = sum(data(q).sum(0) for q in members)
+        assert torch.equal(model.a.weight.grad, torch.stack([want, want]))
+    hvd.remove_process_set(ps)

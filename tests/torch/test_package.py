@@ -1,0 +1,33 @@
+"""The gj package itself (no MPI job): where it loads the library from, and the import error."""
+
+import os
+import subprocess
+import sys
+
+
+def _python(code, **env):
+    full = dict(os.environ, **env)
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=60)
+
+
+def test_build_tree_copy_loads_its_recorded_library():
+    out = _python("import gj, gj._config as c; print(gj.library_path); print(c.library_path())",
+                  GJ_COLLECTIVES_LIB="")
+    assert out.returncode == 0, out.stderr
+    loaded, recorded = out.stdout.split()
+    assert loaded == recorded and loaded.endswith("libgj_collectives.so.0")
+
+
+def test_missing_library_names_every_place_tried():
+    out = _python("import gj", GJ_COLLECTIVES_LIB="/nonexistent/libgj_collectives.so")
+    assert out.returncode != 0
+    assert "ImportError" in out.stderr
+    assert "/nonexistent/libgj_collectives.so ($GJ_COLLECTIVES_LIB: absent)" in out.stderr
+    assert "Set GJ_COLLECTIVES_LIB" in out.stderr
+
+
+def test_public_api_is_horovods():
+    out = _python("import gj.torch as h; missing = [n for n in h.__all__ if not hasattr(h, n)]; "
+                  "print(missing); print(h.Average, h.Sum, h.Adasum, h.Min, h.Max, h.Product)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]", "0 1 2 3 4 5"]
