@@ -62,18 +62,48 @@ std::string shell_join(const std::vector<std::string>& argv) {
   return out;
 }
 
+// Length of the valid UTF-8 sequence starting at s[i] (1-4), or 0 when it is not one.
+static std::size_t utf8_sequence(const std::string& s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  std::size_t n = 0;
+  unsigned min = 0;
+  if (c >= 0xc2 && c <= 0xdf) n = 2, min = 0x80;
+  else if (c >= 0xe0 && c <= 0xef) n = 3, min = 0x800;
+  else if (c >= 0xf0 && c <= 0xf4) n = 4, min = 0x10000;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  unsigned cp = c & (0xff >> (n + 1));
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return n;
+}
+
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   out.reserve(s.size() + 2);
-  for (char c : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const auto u = static_cast<unsigned char>(c);
     if (const char* e = short_escape(c)) {
       out += e;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
+    } else if (u < 0x20 || u == 0x7f) {
       char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(u));
       out += buf;
-    } else {
+    } else if (u < 0x80) {
       out += c;
+    } else if (const std::size_t n = utf8_sequence(s, i)) {
+      out.append(s, i, n);
+      i += n - 1;
+    } else {
+      // Not UTF-8 (a path in another encoding): JSON must be, so the byte becomes U+00XX.
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(u));
+      out += buf;
     }
   }
   return out + "\"";

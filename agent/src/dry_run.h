@@ -15,7 +15,8 @@ namespace gj {
 std::string shell_quote(const std::string& word);
 std::string shell_join(const std::vector<std::string>& argv);
 
-// JSON string literal with escapes.
+// JSON string literal with escapes; always valid UTF-8 (a byte that is not part of a UTF-8
+// sequence is written as \u00XX).
 std::string json_string(const std::string& s);
 
 // argv with NAME=VALUE of secret-looking names (after -x, -genv NAME VALUE, and in

@@ -36,10 +36,17 @@ std::string path_of(const EnvMap& env) {
 }  // namespace
 
 std::optional<std::string> read_text_file(const std::string& path, const std::string& what) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return std::nullopt;
     throw AgentError{exit_code::kBadEnvironment, what + " " + quoted_value(path) + ": open failed: " + errno_text()};
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    throw AgentError{exit_code::kBadEnvironment, what + " " + quoted_value(path) +
+                                                     " is not a regular file (a FIFO, device or directory); point it at the host file"};
   }
   std::string out;
   char buf[65536];
@@ -53,6 +60,12 @@ std::optional<std::string> read_text_file(const std::string& path, const std::st
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > kMaxTextFileBytes) {
+      close(fd);
+      throw AgentError{exit_code::kBadEnvironment, what + " " + quoted_value(path) + " is larger than " +
+                                                       std::to_string(kMaxTextFileBytes >> 20) +
+                                                       " MiB; a host file of a million hosts is smaller"};
+    }
   }
   close(fd);
   return out;

@@ -3,6 +3,7 @@
 // runs call these; the planning core never does.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -10,7 +11,10 @@
 
 namespace gj {
 
-// Whole file, or nullopt when it does not exist. Throws AgentError (kBadEnvironment) naming
+// Host files are read whole; 100,000 hosts of 64 bytes are 6.4 MB.
+inline constexpr std::size_t kMaxTextFileBytes = 64u << 20;
+
+// Whole file (a regular file of at most kMaxTextFileBytes), or nullopt when it does not exist. Throws AgentError (kBadEnvironment) naming
 // `what` and the system error otherwise.
 std::optional<std::string> read_text_file(const std::string& path, const std::string& what);
 

@@ -85,6 +85,23 @@ std::vector<std::string> ssh_client_args(const SshOptions& ssh) {
   return args;
 }
 
+std::string exec_size_problem(const MpiexecCommand& cmd, std::size_t environment_bytes) {
+  constexpr std::size_t kMaxArgStrlen = 128 * 1024;
+  constexpr std::size_t kArgMax = 2 * 1024 * 1024;
+  std::size_t total = environment_bytes;
+  for (const auto& w : cmd.argv) {
+    if (w.size() + 1 > kMaxArgStrlen)
+      return "one mpiexec argument is " + std::to_string(w.size()) + " bytes, over the kernel's 128 KiB limit for one "
+             "argument (E2BIG); use --hostfile-mode auto or always";
+    total += w.size() + 1 + sizeof(char*);
+  }
+  for (const auto& [name, value] : cmd.env) total += name.size() + value.size() + 2 + sizeof(char*);
+  if (total > kArgMax)
+    return "mpiexec's arguments and environment are " + std::to_string(total) + " bytes, over 2 MiB (E2BIG); use "
+           "--hostfile-mode auto or always, or forward fewer variables";
+  return "";
+}
+
 bool use_hostfile(const LaunchPlan& plan, HostfileMode mode) {
   if (mode == HostfileMode::Always) return true;
   if (mode == HostfileMode::Never) return false;

@@ -59,6 +59,11 @@ MpiexecCommand mpich_command(const LaunchPlan& plan, const MpiexecRequest& req);
 MpiexecCommand intel_command(const LaunchPlan& plan, const MpiexecRequest& req);
 MpiexecCommand build_mpiexec_command(const LaunchPlan& plan, const MpiexecRequest& req);
 
+// Why the kernel would refuse to exec this command (E2BIG): one word over MAX_ARG_STRLEN (128 KiB),
+// or argv + environment over 2 MiB (a common ARG_MAX share); "" when it fits. The dry run and
+// the real run both check it, so the dry run fails where the exec would.
+std::string exec_size_problem(const MpiexecCommand& cmd, std::size_t environment_bytes);
+
 // Whether this plan passes its hosts in a hostfile under this mode.
 bool use_hostfile(const LaunchPlan& plan, HostfileMode mode);
 

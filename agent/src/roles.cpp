@@ -3,7 +3,10 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "agent_error.h"
 #include "sys/quote.h"
@@ -20,6 +23,8 @@
 #include "sys/private_files.h"
 #include "sys/readiness.h"
 #include "sys/session_env.h"
+
+extern char** environ;
 
 namespace gj {
 namespace {
@@ -83,6 +88,20 @@ MasterPort choose_master_port(bool first_rank_here, const std::string& this_host
   if (first_rank_here)
     return {free_tcp_port(), "a free port on " + this_host + " (asked of the kernel at launch)"};
   return {kDefaultMasterPort, "torchrun's default; the first rank's host is not this pod"};
+}
+
+void check_exec_size(const MpiexecCommand& cmd) {
+  std::size_t env_bytes = 0;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env_bytes += std::strlen(*e) + 1 + sizeof(char*);
+  const std::string problem = exec_size_problem(cmd, env_bytes);
+  if (!problem.empty()) throw AgentError{exit_code::kBadPlan, problem};
+}
+
+// The dry run's output is its result: a closed or full stdout is a failure, not exit 0.
+void write_stdout(const std::string& out) {
+  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)
+    throw LaunchError{exit_code::kInternal, std::string("writing the dry run to stdout failed: ") + std::strerror(errno) +
+                                                "; give it a writable stdout"};
 }
 
 bool should_supervise(Supervise s) {
@@ -159,9 +178,10 @@ int run_master(const JobSpec& spec_in, const EnvMap& env, const CommandLine& cli
 
   if (cli.dry_run) {
     const MpiexecCommand cmd = build_mpiexec_command(plan, req);
+    check_exec_size(cmd);
     const MasterDryRun d{plan, cmd, flavour.flavour, flavour.source, true};
     const std::string out = cli.json ? master_dry_run_json(d) : master_dry_run_text(d);
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    write_stdout(out);
     return exit_code::kOk;
   }
 
@@ -198,6 +218,7 @@ int run_master(const JobSpec& spec_in, const EnvMap& env, const CommandLine& cli
   }
 
   const MpiexecCommand cmd = build_mpiexec_command(plan, req);
+  check_exec_size(cmd);
   if (cmd.hostfile) {
     ensure_private_dir(s.state_dir, "GJ_STATE_DIR");
     write_private_file(cmd.hostfile->path, cmd.hostfile->content, 0600);
@@ -223,7 +244,7 @@ int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   const SshdSetup setup = sshd_setup(spec.settings, env);
   if (cli.dry_run) {
     const std::string out = cli.json ? worker_dry_run_json(setup) : worker_dry_run_text(setup);
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    write_stdout(out);
     return exit_code::kOk;
   }
   spdlog::info("starting sshd on port {} ({} session variables)", setup.port, setup.session_env.size());

@@ -7,6 +7,7 @@
 #include "defaults.h"
 #include "exit_codes.h"
 #include "sys/quote.h"
+#include "sys/sshd_config.h"
 #include "value_parsers.h"
 
 namespace gj {
@@ -84,6 +85,16 @@ void store_supervise(AgentSettings& s, const std::string& label, const Values& v
 
 void store_exports(AgentSettings& s, const std::string&, const Values& v) { s.exports = v; }
 
+// Checked here, not only when sshd is prepared, so that the dry run fails as the real run would.
+void store_state_dir(AgentSettings& s, const std::string& label, const Values& v) {
+  if (!is_plain_config_path(last(v)))
+    throw AgentError{exit_code::kBadEnvironment,
+                     quoted_setting(label, last(v)) +
+                         " must be an absolute path of letters, digits and ._/+@,=- only (it is written into "
+                         "sshd_config and passed inside ssh's argument string); pick such a directory"};
+  s.state_dir = last(v);
+}
+
 void store_port(AgentSettings& s, const std::string& label, const Values& v) { s.ssh_port = parse_port(label, last(v)); }
 
 const std::string kPort = std::to_string(defaults::kSshPort);
@@ -150,7 +161,7 @@ std::vector<Setting> make_table() {
       {"GJ_SSH_DIR", {{"--ssh-dir", nullptr}}, "D", T::Text, defaults::kSshDir, nullptr,
        "mounted ssh keys (read-only; copied to a private place)", text(&AgentSettings::ssh_dir)},
       {"GJ_STATE_DIR", {{"--state-dir", nullptr}}, "D", T::Text, defaults::kStateDir, nullptr,
-       "private directory for sshd config, host keys, copied keys, hostfile", text(&AgentSettings::state_dir)},
+       "private directory for sshd config, host keys, copied keys, hostfile", store_state_dir},
       {"GJ_READY_TIMEOUT", {{"--ready-timeout", nullptr}}, "S", T::Count, kReady.c_str(), nullptr,
        "seconds the master waits for every host's sshd",
        seconds(&AgentSettings::ready_timeout_s, "use --no-wait to skip the gate")},

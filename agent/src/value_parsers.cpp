@@ -51,24 +51,79 @@ std::int64_t parse_count(const std::string& name, const std::string& value) {
 }
 
 std::int64_t parse_cpu_quantity(const std::string& name, const std::string& value) {
-  const std::string fix = "use a Kubernetes CPU quantity such as \"4\", \"2.5\" or \"4000m\"";
+  // Kubernetes' quantity grammar: [+-] digits [. digits] then a binary-SI suffix (Ki Mi Gi Ti Pi
+  // Ei), a decimal-SI suffix (n u m k M G T P E) or a decimal exponent (e/E [+-] digits).
+  const std::string fix = "use a Kubernetes CPU quantity such as \"4\", \"2.5\", \"4000m\" or \"1e3\"";
   if (value.empty()) reject(name, value, "is empty", fix);
-  if (value[0] == '-') reject(name, value, "is negative", fix);
-  std::string number = value;
-  bool milli = false;
-  if (number.back() == 'm') {
-    milli = true;
-    number.pop_back();
+  std::size_t i = 0;
+  if (value[0] == '+' || value[0] == '-') ++i;
+  const bool negative = value[0] == '-';
+  std::string digits;
+  std::size_t fraction_digits = 0;
+  bool dot = false, any_digit = false;
+  for (; i < value.size(); ++i) {
+    const char c = value[i];
+    if (c >= '0' && c <= '9') {
+      any_digit = true;
+      if (!(digits.empty() && c == '0')) digits += c;  // leading zeros carry nothing
+      if (dot) ++fraction_digits;
+      if (dot && digits.empty()) continue;
+    } else if (c == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
   }
-  const auto dot = number.find('.');
-  const std::string whole = number.substr(0, dot);
-  const std::string frac = dot == std::string::npos ? "" : number.substr(dot + 1);
-  const auto digits_or_empty = [](const std::string& d) { return d.empty() || all_digits(d); };
-  const bool well_formed = (!whole.empty() || !frac.empty()) && digits_or_empty(whole) && digits_or_empty(frac);
-  if (!well_formed) reject(name, value, "is not a CPU quantity", fix);
-  std::int64_t v = 0;
-  if (!whole.empty() && !digits_to_int64(whole, v)) reject(name, value, "is too large (overflows a 64-bit integer)", fix);
-  return milli ? v / 1000 : v;  // the fraction only matters below one CPU: floored away
+  if (!any_digit) reject(name, value, "is not a CPU quantity", fix);
+  const std::string suffix = value.substr(i);
+  int exponent10 = 0;  // value = digits * 10^(exponent10 - fraction_digits) * 1024^binary
+  int binary = 0;
+  static const std::pair<const char*, int> kDecimal[] = {{"n", -9}, {"u", -6}, {"m", -3}, {"", 0}, {"k", 3},
+                                                         {"M", 6},  {"G", 9},  {"T", 12}, {"P", 15}, {"E", 18}};
+  static const std::pair<const char*, int> kBinary[] = {{"Ki", 1}, {"Mi", 2}, {"Gi", 3}, {"Ti", 4}, {"Pi", 5}, {"Ei", 6}};
+  bool known = false;
+  for (const auto& [sfx, e] : kDecimal)
+    if (suffix == sfx) known = true, exponent10 = e;
+  for (const auto& [sfx, b] : kBinary)
+    if (suffix == sfx) known = true, binary = b;
+  if (!known && suffix.size() >= 2 && (suffix[0] == 'e' || suffix[0] == 'E')) {
+    std::size_t j = 1;
+    const bool neg = suffix[j] == '-';
+    if (suffix[j] == '+' || suffix[j] == '-') ++j;
+    const std::string exp_digits = suffix.substr(j);
+    if (all_digits(exp_digits) && exp_digits.size() <= 3) {
+      known = true;
+      exponent10 = (neg ? -1 : 1) * std::stoi(exp_digits);
+    }
+  }
+  if (!known) reject(name, value, "is not a CPU quantity", fix);
+  if (negative && !digits.empty()) reject(name, value, "is negative", fix);
+  if (digits.empty()) return 0;
+  // floor(digits * 10^net * 1024^binary), exactly, in 128-bit arithmetic.
+  const int net = exponent10 - static_cast<int>(fraction_digits);
+  const auto too_large = [&] { reject(name, value, "is too large (overflows a 64-bit integer)", fix); };
+  if (digits.size() > 30) too_large();
+  __int128 v = 0;
+  for (char c : digits) v = v * 10 + (c - '0');
+  for (int b = 0; b < binary; ++b) {
+    v *= 1024;
+    if (v > static_cast<__int128>(std::numeric_limits<std::int64_t>::max()) * 1000000000000000000) too_large();
+  }
+  __int128 divisor = 1;
+  if (net >= 0) {
+    for (int k = 0; k < net; ++k) {
+      v *= 10;
+      if (v > std::numeric_limits<std::int64_t>::max()) too_large();
+    }
+  } else {
+    for (int k = 0; k < -net; ++k) {
+      divisor *= 10;
+      if (divisor > v) return 0;
+    }
+  }
+  v /= divisor;
+  if (v > std::numeric_limits<std::int64_t>::max()) too_large();
+  return static_cast<std::int64_t>(v);
 }
 
 bool parse_bool(const std::string& name, const std::string& value) {

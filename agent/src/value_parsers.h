@@ -10,8 +10,9 @@ namespace gj {
 // Decimal integer >= 0 that fits in int64 ("4"; not "", "-1", "two", "4.0", "1e3").
 std::int64_t parse_count(const std::string& name, const std::string& value);
 
-// A Kubernetes CPU quantity floored to whole CPUs: "4" -> 4, "2.5" -> 2, "4000m" -> 4,
-// "500m" -> 0. Negative, empty, other suffixes and overflow are errors.
+// A Kubernetes CPU quantity (the API server's grammar) floored to whole CPUs: "4" -> 4,
+// "+4" -> 4, "2.5" -> 2, "4000m" -> 4, "500m" -> 0, "1e3" -> 1000, "4e-1" -> 0, "1k" -> 1000,
+// "2Ki" -> 2048. Negative, empty, unknown suffixes and overflow are errors.
 std::int64_t parse_cpu_quantity(const std::string& name, const std::string& value);
 
 // 1/0, true/false, yes/no, on/off (any case).

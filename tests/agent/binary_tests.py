@@ -594,6 +594,56 @@ def test_sigterm_gate_stops_sshd(sb):
     check_no_sshd_left(sb)
 
 
+def test_hostile_inputs(sb):
+    """Issue #14's hostile inputs, each refused or handled with one line and the documented code."""
+    # Log forging: a newline or ESC in the pod name reaches the log prefix escaped.
+    env = sb.env()
+    env["GJ_TRAINING_POD_NAME"] = "job-master-0\n[gj-mpirun master@x error] forged\x1b[31m"
+    r = sb.run(["--dry-run", sb.script], env)
+    check("\x1b" not in r.stderr, f"raw ESC in the log: {r.stderr!r}")
+    check(all(l.startswith("[gj-mpirun ") for l in r.stderr.splitlines()), f"forged log line: {r.stderr!r}")
+    # A FIFO or a device as the hosts file: refused at once, not read without bound.
+    fifo = os.path.join(sb.dir, "hosts.fifo")
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero"):
+        t0 = time.monotonic()
+        r = sb.run(["--dry-run", "--hosts-file", path, sb.script], sb.env(mpi_host=None))
+        expect_rc(r, 3, f"hosts file {path}")
+        check(time.monotonic() - t0 < 5 and "is not a regular file" in r.stderr, r.stderr)
+    # Hosts differing only in case are one pod.
+    r = sb.run(["--dry-run", sb.script], sb.env(mpi_host="job-worker-0.job,JOB-WORKER-0.JOB"))
+    expect_rc(r, 3, "case duplicates")
+    check("twice" in r.stderr, r.stderr)
+    # Valid Kubernetes quantities are accepted (and floored).
+    for q, slots in (("+4", 4), ("1e3", 1000), ("4e-1", None), ("1k", 1000), ("2Ki", 2048)):
+        r = sb.run(["--dry-run", "--json", sb.script], sb.env(master_cpu=q, worker_cpu="1"))
+        if slots is None:
+            expect_rc(r, 4, f"CPU {q} floors to 0 slots")
+        else:
+            expect_rc(r, 0, f"CPU {q}")
+            check(json.loads(r.stdout)["hosts"][0]["slots"] == slots, f"{q}: {r.stdout}")
+    # The dry run says what the real run will do.
+    r = sb.run(["--dry-run", "--state-dir", "rel/state", sb.script], sb.env())
+    expect_rc(r, 3, "relative state dir")
+    check("must be an absolute path" in r.stderr, r.stderr)
+    many = sb._write(os.path.join(sb.dir, "many.hosts"), "".join(f"w-{i}.job\n" for i in range(100000)), 0o644)
+    r = sb.run(["--dry-run", "--hostfile-mode", "never", "--hosts-file", many, sb.script],
+               sb.env(mpi_host=None, replicas="100000"), timeout=60)
+    expect_rc(r, 4, "100,000 hosts on the command line")
+    check("E2BIG" in r.stderr, r.stderr[-500:])
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([GJ, "--dry-run", sb.script], env=sb.env(), stdout=full, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 1 and "writing the dry run to stdout failed" in p.stderr, f"{p.returncode} {p.stderr}")
+    p = subprocess.run([GJ, "--dry-run", sb.script], env=sb.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       text=True, preexec_fn=lambda: os.close(1))
+    check(p.returncode != 0, f"closed stdout: rc {p.returncode}")
+    r = subprocess.run([GJ.encode(), b"--dry-run", b"--json", sb.script.encode(), b"caf\xe9", "\u00e9\u2028".encode()],
+                       env=sb.env(), capture_output=True, timeout=20)
+    expect_rc(r, 0, "non-UTF-8 argument")
+    j = json.loads(r.stdout.decode("utf-8"))  # strict: invalid UTF-8 raises
+    check(j["argv"][-2:] == ["caf\u00e9", "\u00e9\u2028"], j["argv"][-2:])
+
+
 def test_exec_argv(sb):
     env = sb.env(master_cpu="2", worker_cpu="2")
     env["OMP_NUM_THREADS"] = "3"

@@ -39,7 +39,10 @@ TEST_CASE("parse_count rejects bad values naming variable and value", "[values]"
 
 TEST_CASE("parse_cpu_quantity floors Kubernetes quantities", "[values]") {
   const std::pair<const char*, std::int64_t> cases[] = {
-      {"4", 4}, {"2.5", 2}, {"4000m", 4}, {"4500m", 4}, {"500m", 0}, {"0.9", 0}, {"16", 16}, {"1.", 1}, {".5", 0}};
+      {"4", 4}, {"2.5", 2}, {"4000m", 4}, {"4500m", 4}, {"500m", 0}, {"0.9", 0}, {"16", 16}, {"1.", 1}, {".5", 0},
+      // The rest of the grammar the API server accepts (issue #14): sign, exponents, SI suffixes.
+      {"+4", 4}, {"1e3", 1000}, {"4e-1", 0}, {"1k", 1000}, {"4k", 4000}, {"2Ki", 2048}, {"1.5k", 1500},
+      {"2E-0", 2}, {"0.5Ki", 512}, {"8000000u", 8}, {"3000000000n", 3}, {"-0", 0}, {"007", 7}, {"1.25e1", 12}};
   for (const auto& [text, want] : cases) {
     INFO(text);
     CHECK(parse_cpu_quantity("V", text) == want);
@@ -49,7 +52,9 @@ TEST_CASE("parse_cpu_quantity floors Kubernetes quantities", "[values]") {
 TEST_CASE("parse_cpu_quantity rejects non-quantities", "[values]") {
   const std::pair<const char*, const char*> cases[] = {
       {"", "is empty"},           {"-2", "is negative"},         {"four", "is not a CPU quantity"},
-      {"4k", "is not a CPU quantity"}, {"m", "is not a CPU quantity"}, {".", "is not a CPU quantity"},
+      {"4x", "is not a CPU quantity"}, {"m", "is not a CPU quantity"}, {".", "is not a CPU quantity"},
+      {"1e", "is not a CPU quantity"}, {"1K", "is not a CPU quantity"}, {"1ki", "is not a CPU quantity"},
+      {"-1k", "is negative"}, {"1e30", "overflows"}, {"9Ei", "overflows"},
       {"1.2.3", "is not a CPU quantity"}, {"99999999999999999999", "overflows"},
   };
   for (const auto& c : cases) {

@@ -187,6 +187,12 @@ std::vector<std::string> prepare_client_keys(const SshdSetup& setup) {
     bool is_extra = n == "config" || n == "known_hosts";
     if (!is_key && !is_extra) continue;
     const std::string src = setup.ssh_dir + "/" + n;
+    // The copied key's path goes into plm_rsh_args / HYDRA_LAUNCHER_EXTRA_ARGS, which the MPI
+    // launchers split on spaces: refuse a name that would not survive that.
+    if (is_key && !is_plain_config_path(dir + "/" + n))
+      fail(exit_code::kSetupFailed, "client key " + quoted_value(src) + " (GJ_SSH_DIR) has a name with characters other "
+                                    "than letters, digits and ._+@,=- (MPI launchers split ssh arguments on spaces); "
+                                    "rename it, e.g. id_rsa");
     struct stat st{};
     if (::stat(src.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // ..data and friends
     copy_private_file(src, dir + "/" + n);
