@@ -9,7 +9,10 @@ Rules (docs/examples.md, ../../shared platform contract): one master with replic
 image and the same `gj-mpirun <absolute script>` command in every pod; the GJ_TRAINING_* values
 agree with replicas and resources; MPI_NP / MPI_HOSTS / NCCL_IB_* never set by the user; when
 both roles use GPUs, same count and card type; np > 0; Volcano: mpi/ssh/svc plugins naming the
-tasks, gang size = all pods; MPIJob: MPI_HOST lists every worker, slotsPerWorker = slots.
+tasks, gang size = all pods. A Kubeflow MPIJob (v2beta1) is zero-configuration: no GJ_TRAINING_*
+and no MPI_HOST at all (gj-mpirun reads K_MPI_JOB_ROLE and the operator's hostfile), slotsPerWorker
+= a worker's GPUs (CPUs without GPUs), the ssh Secret mounted where gj-mpirun looks (/root/.ssh or
+GJ_SSH_DIR), a flavour gj-mpirun runs.
 """
 
 import copy
@@ -73,9 +76,13 @@ def check(doc):
         env = env_of(c)
         for bad in [k for k in env if k in ("MPI_NP", "MPI_HOSTS") or k.startswith("NCCL_IB_")]:
             errs.append(f"{name}: env {bad} is computed or platform-written; remove it")
-        for k in PLATFORM_ENV:
-            if k not in env:
-                errs.append(f"{name}: env {k} missing")
+        if doc["kind"] == "MPIJob":
+            for bad in [k for k in env if k in PLATFORM_ENV or k == "MPI_HOST"]:
+                errs.append(f"{name}: env {bad} is the Volcano platform's; an MPIJob needs no configuration, remove it")
+        else:
+            for k in PLATFORM_ENV:
+                if k not in env:
+                    errs.append(f"{name}: env {k} missing")
         res = c.get("resources", {})
         if res.get("limits", {}).get(GPU) != res.get("requests", {}).get(GPU, res.get("limits", {}).get(GPU)):
             errs.append(f"{name}: {GPU} requests {res.get('requests', {}).get(GPU)} != limits {res['limits'].get(GPU)}")
@@ -124,13 +131,20 @@ def check(doc):
         if "MPI_HOST" in m["env"]:
             errs.append("master env MPI_HOST is written by the mpi plugin; remove it")
     else:
-        job = doc["metadata"]["name"]
-        want = ",".join(f"{job}-worker-{i}.{job}" for i in range(w["replicas"]))
-        if m["env"].get("MPI_HOST") != want:
-            errs.append(f"launcher env MPI_HOST={m['env'].get('MPI_HOST')!r}, want {want!r}")
+        if not doc.get("apiVersion", "").startswith("kubeflow.org/v2"):
+            errs.append(f"apiVersion={doc.get('apiVersion')!r}: gj-mpirun reads mpi-operator v2's environment "
+                        "(kubeflow.org/v2beta1)")
         slots = w["gpu"] if w["gpu"] > 0 else w["cpu"]
         if doc["spec"].get("slotsPerWorker") != slots:
             errs.append(f"spec.slotsPerWorker={doc['spec'].get('slotsPerWorker')} but a worker has {slots} slots")
+        impl = doc["spec"].get("mpiImplementation", "OpenMPI")
+        if impl not in ("OpenMPI", "Intel", "MPICH"):
+            errs.append(f"spec.mpiImplementation={impl!r} is not OpenMPI, Intel or MPICH")
+        ssh_dirs = {str(r["env"].get("GJ_SSH_DIR", "/root/.ssh")) for r in per_role.values() if r["name"] != "-"}
+        mount = doc["spec"].get("sshAuthMountPath", "/root/.ssh")
+        if ssh_dirs != {mount}:
+            errs.append(f"spec.sshAuthMountPath={mount!r} but gj-mpirun reads its keys from {sorted(ssh_dirs)} "
+                        "(set GJ_SSH_DIR to the mount path)")
     return errs
 
 
@@ -145,19 +159,30 @@ def set_env(doc, role, name, value):
     container(doc, role).setdefault("env", []).append({"name": name, "value": value})
 
 
-def breakages():
+def breakages(kind):
     """(what, mutate) pairs, each of which must make check() report at least one problem."""
     def worker_gpus(d):
-        container(d, "worker")["resources"]["limits"][GPU] = "4"
-        container(d, "worker")["resources"]["requests"][GPU] = "4"
-    return [
-        ("worker GPU count differs from the env", worker_gpus),
+        container(d, "worker")["resources"].setdefault("limits", {})[GPU] = "4"
+        container(d, "worker")["resources"].setdefault("requests", {})[GPU] = "4"
+    common = [
         ("user sets MPI_NP", lambda d: set_env(d, "master", "MPI_NP", "8")),
         ("user sets NCCL_IB_HCA", lambda d: set_env(d, "worker", "NCCL_IB_HCA", "mlx5_0")),
         ("different image on the worker", lambda d: container(d, "worker").update(image="other:1")),
         ("command without gj-mpirun", lambda d: container(d, "master").update(command=["bash", "run.sh"])),
         ("relative script path", lambda d: container(d, "master").update(
             command=[container(d, "master")["command"][0], "train.py"])),
+    ]
+    if kind == "MPIJob":
+        return common + [
+            ("worker GPU count differs from slotsPerWorker", worker_gpus),
+            ("platform variable in an MPIJob", lambda d: set_env(d, "master", "GJ_TRAINING_ROLE", "master")),
+            ("MPI_HOST in an MPIJob", lambda d: set_env(d, "master", "MPI_HOST", "a.b")),
+            ("ssh Secret mounted elsewhere", lambda d: d["spec"].update(sshAuthMountPath="/home/mpi/.ssh")),
+            ("unknown mpiImplementation", lambda d: d["spec"].update(mpiImplementation="MVAPICH")),
+            ("v1 MPIJob", lambda d: d.update(apiVersion="kubeflow.org/v1")),
+        ]
+    return common + [
+        ("worker GPU count differs from the env", worker_gpus),
         ("GJ_TRAINING_ROLE missing", lambda d: container(d, "worker").update(
             env=[e for e in container(d, "worker")["env"] if e["name"] != "GJ_TRAINING_ROLE"])),
     ]
@@ -165,7 +190,7 @@ def breakages():
 
 def self_test(path, doc):
     missed = []
-    for what, mutate in breakages():
+    for what, mutate in breakages(doc["kind"]):
         broken = copy.deepcopy(doc)
         mutate(broken)
         if not check(broken):
