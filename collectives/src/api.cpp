@@ -114,6 +114,11 @@ void issue(gjComm* c, const Target& t, gj::Work w, Body&& body, gjRequest_t* req
     *request = gj::requests::make_host(c, c->queue->submit(std::move(w)));
     return;
   }
+  if (!t.backend->has_completions()) {
+    throw Error(gjUnsupported, std::string(w.call) +
+                                   ": nonblocking operations on device buffers need completion events, which this "
+                                   "build's device backend does not record; use the blocking call (stream-ordered)");
+  }
   c->queue->run_blocking(w, body);
   *request = gj::requests::make_device(c, *t.backend, t.backend->record_completion(stream));
 }
@@ -234,8 +239,8 @@ void allgatherv(const char* call, gjComm* c, const void* sendbuff, void* recvbuf
   gj::Work w;
   w.call = call;
   w.sig = signature(gj::Kind::AllGather, total, dtype);
-  w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   w.check = c->config.check;
+  if (w.check) w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   gj::Backend* b = t.backend;
   auto body = [=, counts = std::move(counts)] {
     if (total > 0) b->allgatherv(sendbuff, recvbuff, counts.data(), dtype, stream);
@@ -277,9 +282,9 @@ void reduce_scatter(const char* call, gjComm* c, const void* sendbuff, void* rec
   w.call = call;
   w.sig = signature(gj::Kind::ReduceScatter, total, dtype);
   w.sig.op = static_cast<std::uint64_t>(op);
-  w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   w.sig.scale = gj::hash_scale(scale.pre, scale.post);
   w.check = c->config.check;
+  if (w.check) w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   gj::Backend* b = t.backend;
   auto body = [=, counts = std::move(counts)] {
     if (total > 0) b->reduce_scatter(sendbuff, recvbuff, counts.data(), dtype, op, scale, stream);
