@@ -114,8 +114,21 @@ void issue(gjComm* c, const Target& t, gj::Work w, Body&& body, gjRequest_t* req
     *request = gj::requests::make_host(c, c->queue->submit(std::move(w)));
     return;
   }
+  if (!t.backend->has_completions()) {
+    throw Error(gjUnsupported, std::string(w.call) +
+                                   ": nonblocking operations on device buffers need completion events, which this "
+                                   "build's device backend does not record; use the blocking call (stream-ordered)");
+  }
   c->queue->run_blocking(w, body);
   *request = gj::requests::make_device(c, *t.backend, t.backend->record_completion(stream));
+}
+
+// A C caller's out-of-range enum must not be loaded as the C++ enum (undefined behaviour):
+// the entry points check the raw bits before passing dtype/op on by value.
+void check_enums(const char* call, const gjDataType_t& dtype) { gj::validate::dtype(call, gj::enum_bits(dtype)); }
+void check_enums(const char* call, const gjDataType_t& dtype, const gjRedOp_t& op) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  gj::validate::op(call, gj::enum_bits(op));
 }
 
 void prepare_request(const char* call, gjRequest_t* request) {
@@ -234,8 +247,8 @@ void allgatherv(const char* call, gjComm* c, const void* sendbuff, void* recvbuf
   gj::Work w;
   w.call = call;
   w.sig = signature(gj::Kind::AllGather, total, dtype);
-  w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   w.check = c->config.check;
+  if (w.check) w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   gj::Backend* b = t.backend;
   auto body = [=, counts = std::move(counts)] {
     if (total > 0) b->allgatherv(sendbuff, recvbuff, counts.data(), dtype, stream);
@@ -277,9 +290,9 @@ void reduce_scatter(const char* call, gjComm* c, const void* sendbuff, void* rec
   w.call = call;
   w.sig = signature(gj::Kind::ReduceScatter, total, dtype);
   w.sig.op = static_cast<std::uint64_t>(op);
-  w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   w.sig.scale = gj::hash_scale(scale.pre, scale.post);
   w.check = c->config.check;
+  if (w.check) w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   gj::Backend* b = t.backend;
   auto body = [=, counts = std::move(counts)] {
     if (total > 0) b->reduce_scatter(sendbuff, recvbuff, counts.data(), dtype, op, scale, stream);
@@ -438,6 +451,7 @@ gjResult_t gjAllReduce(const void* sendbuff, void* recvbuff, size_t count, gjDat
                        gjRedOp_t op, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjAllReduce";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     allreduce(call, live(call, comm), sendbuff, recvbuff, count, dtype, op, gj::Scale{}, stream, nullptr);
   });
 }
@@ -446,6 +460,7 @@ gjResult_t gjAllReduceScaled(const void* sendbuff, void* recvbuff, size_t count,
                              gjRedOp_t op, double prescale, double postscale, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjAllReduceScaled";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     allreduce(call, live(call, comm), sendbuff, recvbuff, count, dtype, op, gj::Scale{prescale, postscale}, stream,
               nullptr);
   });
@@ -455,6 +470,7 @@ gjResult_t gjIallReduce(const void* sendbuff, void* recvbuff, size_t count, gjDa
                         double prescale, double postscale, gjComm_t comm, void* stream, gjRequest_t* request) {
   static constexpr const char* call = "gjIallReduce";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     prepare_request(call, request);
     allreduce(call, live(call, comm), sendbuff, recvbuff, count, dtype, op, gj::Scale{prescale, postscale}, stream,
               request);
@@ -463,13 +479,17 @@ gjResult_t gjIallReduce(const void* sendbuff, void* recvbuff, size_t count, gjDa
 
 gjResult_t gjBroadcast(void* buff, size_t count, gjDataType_t dtype, int root, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjBroadcast";
-  return guarded(call, comm, [&] { broadcast(call, live(call, comm), buff, count, dtype, root, stream, nullptr); });
+  return guarded(call, comm, [&] {
+    check_enums(call, dtype);
+    broadcast(call, live(call, comm), buff, count, dtype, root, stream, nullptr);
+  });
 }
 
 gjResult_t gjIbroadcast(void* buff, size_t count, gjDataType_t dtype, int root, gjComm_t comm, void* stream,
                         gjRequest_t* request) {
   static constexpr const char* call = "gjIbroadcast";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype);
     prepare_request(call, request);
     broadcast(call, live(call, comm), buff, count, dtype, root, stream, request);
   });
@@ -479,6 +499,7 @@ gjResult_t gjGroupedAllReduce(const void* const* sendbuffs, void* const* recvbuf
                               int ntensors, gjDataType_t dtype, gjRedOp_t op, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjGroupedAllReduce";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     grouped(call, live(call, comm), sendbuffs, recvbuffs, counts, ntensors, dtype, op, gj::Scale{}, stream, nullptr);
   });
 }
@@ -488,6 +509,7 @@ gjResult_t gjGroupedAllReduceScaled(const void* const* sendbuffs, void* const* r
                                     double postscale, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjGroupedAllReduceScaled";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     grouped(call, live(call, comm), sendbuffs, recvbuffs, counts, ntensors, dtype, op,
             gj::Scale{prescale, postscale}, stream, nullptr);
   });
@@ -498,6 +520,7 @@ gjResult_t gjIgroupedAllReduce(const void* const* sendbuffs, void* const* recvbu
                                gjComm_t comm, void* stream, gjRequest_t* request) {
   static constexpr const char* call = "gjIgroupedAllReduce";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     prepare_request(call, request);
     grouped(call, live(call, comm), sendbuffs, recvbuffs, counts, ntensors, dtype, op,
             gj::Scale{prescale, postscale}, stream, request);
@@ -508,6 +531,7 @@ gjResult_t gjAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, g
                        void* stream) {
   static constexpr const char* call = "gjAllGather";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype);
     allgather(call, live(call, comm), sendbuff, recvbuff, sendcount, dtype, stream, nullptr);
   });
 }
@@ -516,6 +540,7 @@ gjResult_t gjIallGather(const void* sendbuff, void* recvbuff, size_t sendcount, 
                         void* stream, gjRequest_t* request) {
   static constexpr const char* call = "gjIallGather";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype);
     prepare_request(call, request);
     allgather(call, live(call, comm), sendbuff, recvbuff, sendcount, dtype, stream, request);
   });
@@ -525,6 +550,7 @@ gjResult_t gjAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recv
                         gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjAllGatherV";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype);
     allgatherv_checked(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, stream, nullptr);
   });
 }
@@ -533,6 +559,7 @@ gjResult_t gjIallGatherV(const void* sendbuff, void* recvbuff, const size_t* rec
                          gjComm_t comm, void* stream, gjRequest_t* request) {
   static constexpr const char* call = "gjIallGatherV";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype);
     prepare_request(call, request);
     allgatherv_checked(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, stream, request);
   });
@@ -542,6 +569,7 @@ gjResult_t gjReduceScatter(const void* sendbuff, void* recvbuff, const size_t* r
                            gjRedOp_t op, double prescale, double postscale, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjReduceScatter";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     reduce_scatter(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, op, gj::Scale{prescale, postscale},
                    stream, nullptr);
   });
@@ -552,6 +580,7 @@ gjResult_t gjIreduceScatter(const void* sendbuff, void* recvbuff, const size_t* 
                             gjRequest_t* request) {
   static constexpr const char* call = "gjIreduceScatter";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     prepare_request(call, request);
     reduce_scatter(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, op, gj::Scale{prescale, postscale},
                    stream, request);
