@@ -2,7 +2,9 @@
 # Quick start: build gj-mpirun and the C++ data-parallel training example, then run a real job
 # through gj-mpirun:
 #   1. the master pod with no workers, 2 local slots, real Open MPI (any machine);
-#   2. when run as root: a 3-pod cluster (master + 2 workers, each in its own network, UTS,
+#   2. the same pod running our users' PyTorch + Horovod script with only its import changed
+#      to gj.torch (examples/python/horovod_seed.py, CPU, a small dataset);
+#   3. when run as root: a 3-pod cluster (master + 2 workers, each in its own network, UTS,
 #      PID and mount namespaces, real sshd on the workers), the same program on 5 ranks.
 # Usage: scripts/demo.sh            (GJ_BUILD_DIR selects the build dir, default build/)
 set -euo pipefail
@@ -11,7 +13,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 build=${GJ_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)" --target gj-mpirun train mh_probe
+cmake --build "$build" -j"$(nproc)" --target gj-mpirun train mh_probe gj_python
 
 train=$(pwd)/$build/examples/cpp-train/train
 echo
@@ -23,11 +25,23 @@ env GJ_TRAINING_ROLE=master GJ_TRAINING_VC_JOB_NAME=demo GJ_TRAINING_POD_NAME=de
     MPI_HOST= \
     "$build/agent/gj-mpirun" --master-host localhost --no-sshd "$train" --steps 200
 
+echo
+echo "== 2. the users' PyTorch + Horovod script on gj.torch: 2 ranks through gj-mpirun =="
+output=$(mktemp -d)
+env GJ_TRAINING_ROLE=master GJ_TRAINING_VC_JOB_NAME=demo GJ_TRAINING_POD_NAME=demo-master-0 \
+    GJ_TRAINING_MASTER_CPU_LIMIT=2 GJ_TRAINING_MASTER_GPU_LIMIT=0 GJ_TRAINING_MASTER_REPLICAS=1 \
+    GJ_TRAINING_WORKER_CPU_LIMIT=0 GJ_TRAINING_WORKER_GPU_LIMIT=0 GJ_TRAINING_WORKER_REPLICAS=0 \
+    MPI_HOST= PYTHONPATH="$(pwd)/$build/collectives/python" \
+    GJ_SEED_SAMPLES=2000 GJ_SEED_EPOCHS=2 GJ_SEED_OUTPUT="$output" \
+    "$build/agent/gj-mpirun" --master-host localhost --no-sshd --python /usr/bin/python3 \
+    "$(pwd)/examples/python/horovod_seed.py"
+echo "model saved by rank 0: $output/model.pth"
+
 if [ "$(id -u)" -ne 0 ]; then
   echo
-  echo "== 2. skipped: the 3-pod cluster needs root (network namespaces) =="
+  echo "== 3. skipped: the 3-pod cluster needs root (network namespaces) =="
   exit 0
 fi
 echo
-echo "== 2. 3-pod job: master + 2 workers in network namespaces, real sshd, 5 ranks =="
+echo "== 3. 3-pod job: master + 2 workers in network namespaces, real sshd, 5 ranks =="
 tests/multihost/cluster.sh demo "$build" "$train" --steps 200
