@@ -37,7 +37,7 @@ TEST_CASE("MPIJob hostfile: bad lines are rejected with their line number", "[mp
   };
   for (const auto& [text, want] : cases) {
     INFO(text);
-    test::require_agent_error([&] { parse_mpijob_hostfile("hostfile", text); }, exit_code::kBadEnvironment, want);
+    test::require_agent_error([&, &text = text] { parse_mpijob_hostfile("hostfile", text); }, exit_code::kBadEnvironment, want);
   }
 }
 
