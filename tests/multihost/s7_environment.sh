@@ -5,19 +5,28 @@
 #  - GJ_TRAINING_POD_NAME, written by the platform per pod, likewise.
 #  - GJ_MH_FROM_MASTER is set only on the master and exported with --export: every rank sees it.
 #  - GJ_MH_API_TOKEN is exported too; its value must never appear in the master's log.
+#  Third argument: openmpi (default) or mpich (hydra; with -genvnone so per-pod values win).
 source "$(dirname "$0")/scenario.sh"
-mh_scenario_init "$@"
+mh_scenario_init "$1" "$2"
+flavour=${3:-openmpi}
+flavour_env=() pod_env=()
+if [ "$flavour" = mpich ]; then
+  command -v mpiexec.mpich >/dev/null || { [ "${CI:-}" = true ] && mh_die "mpiexec.mpich missing under CI"; mh_log "SKIP: no mpiexec.mpich"; exit "$MH_SKIP"; }
+  flavour_env=(GJ_MPI=mpich GJ_MPIEXEC=mpiexec.mpich)
+  pod_env=("${MH_MPICH_POD_ENV[@]}")
+fi
 mh_up env 2
 master=env-master-0
 log=$(mh_podlog "$master")
 secret=s3cr3t-$RANDOM
 probe_args=(--env NCCL_IB_HCA --env GJ_TRAINING_POD_NAME --env GJ_MH_FROM_MASTER --env GJ_MH_ONLY_ON_WORKER)
 common=(--export GJ_MH_FROM_MASTER --export GJ_MH_API_TOKEN -- "$MH_PROG" "${probe_args[@]}")
-mh_agent_pod env-worker-0 1 0 2 0 NCCL_IB_HCA=mlx5_0 GJ_MH_ONLY_ON_WORKER=w0 -- "${common[@]}"
-mh_agent_pod env-worker-1 1 0 2 0 NCCL_IB_HCA=mlx5_1 -- "${common[@]}"
-mh_agent_pod "$master" 1 0 2 0 NCCL_IB_HCA=mlx5_m GJ_MH_FROM_MASTER=hello-ranks GJ_MH_API_TOKEN="$secret" -- "${common[@]}"
+mh_agent_pod env-worker-0 1 0 2 0 "${pod_env[@]}" NCCL_IB_HCA=mlx5_0 GJ_MH_ONLY_ON_WORKER=w0 -- "${common[@]}"
+mh_agent_pod env-worker-1 1 0 2 0 "${pod_env[@]}" NCCL_IB_HCA=mlx5_1 -- "${common[@]}"
+mh_agent_pod "$master" 1 0 2 0 "${pod_env[@]}" "${flavour_env[@]}" NCCL_IB_HCA=mlx5_m GJ_MH_FROM_MASTER=hello-ranks GJ_MH_API_TOKEN="$secret" -- "${common[@]}"
 mh_pod_wait "$master" 45
-mh_assert_eq "master exit code" 0 "$MH_RC"
+log=$(mh_rank_lines "$log")
+mh_assert_eq "master exit code ($flavour)" 0 "$MH_RC"
 mh_assert_ranks "$log" 5 env-master-0:1,env-worker-0:2,env-worker-1:2
 expect_rank() {  # <rank> <pod> <hca> <only-on-worker>
   local want="^RANK $1/5 host=$2 NCCL_IB_HCA=$3 GJ_TRAINING_POD_NAME=$2 GJ_MH_FROM_MASTER=hello-ranks GJ_MH_ONLY_ON_WORKER=$4\$"
