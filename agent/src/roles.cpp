@@ -78,7 +78,10 @@ std::string unreachable_message(const ReadinessReport& r, std::int64_t timeout_s
 // The sshd this pod runs, serving its environment to every ssh session (every rank here).
 SshdSetup sshd_setup(const AgentSettings& s, const EnvMap& env) {
   SessionEnv filtered = filter_session_env(EnvList(env.begin(), env.end()));
-  for (const auto& skip : filtered.skipped) spdlog::debug("session environment: skipping {}: {}", skip.name, skip.reason);
+  for (const auto& skip : filtered.skipped) {
+    if (skip.loss) spdlog::warn("session environment: not passing {} to ranks: {}", skip.name, skip.reason);
+    else spdlog::debug("session environment: skipping {}: {}", skip.name, skip.reason);
+  }
   return plan_sshd(s, std::move(filtered.kept));
 }
 

@@ -22,7 +22,15 @@ secret=s3cr3t-$RANDOM
 probe_args=(--env NCCL_IB_HCA --env GJ_TRAINING_POD_NAME --env GJ_MH_FROM_MASTER --env GJ_MH_ONLY_ON_WORKER)
 common=(--export GJ_MH_FROM_MASTER --export GJ_MH_API_TOKEN -- "$MH_PROG" "${probe_args[@]}")
 mh_agent_pod env-worker-0 1 0 2 0 "${pod_env[@]}" NCCL_IB_HCA=mlx5_0 GJ_MH_ONLY_ON_WORKER=w0 -- "${common[@]}"
-mh_agent_pod env-worker-1 1 0 2 0 "${pod_env[@]}" NCCL_IB_HCA=mlx5_1 -- "${common[@]}"
+# env-worker-1 is in a namespace with 160 Services: 1120 service-link variables, over sshd's
+# 1000-variable limit for a session. The job must start; the worker names what it left out.
+links=()
+for ((i = 0; i < 160; i++)); do
+  for suffix in _SERVICE_HOST _SERVICE_PORT _SERVICE_PORT_HTTP _PORT _PORT_80_TCP _PORT_80_TCP_PROTO _PORT_80_TCP_ADDR; do
+    links+=("SVC${i}$suffix=10.96.0.$((i % 250))")
+  done
+done
+mh_agent_pod env-worker-1 1 0 2 0 "${pod_env[@]}" "${links[@]}" NCCL_IB_HCA=mlx5_1 -- "${common[@]}"
 mh_agent_pod "$master" 1 0 2 0 "${pod_env[@]}" "${flavour_env[@]}" NCCL_IB_HCA=mlx5_m GJ_MH_FROM_MASTER=hello-ranks GJ_MH_API_TOKEN="$secret" -- "${common[@]}"
 mh_pod_wait "$master" 45
 log=$(mh_rank_lines "$log")
@@ -38,4 +46,7 @@ expect_rank 2 env-worker-0 mlx5_0 w0
 expect_rank 3 env-worker-1 mlx5_1 '<unset>'
 expect_rank 4 env-worker-1 mlx5_1 '<unset>'
 mh_log "ok: per-pod values on each pod's ranks; the exported variable on every rank"
+mh_assert_grep "env-worker-1 names the service links it did not pass (sshd's limit)" \
+  'not passing SVC0_SERVICE_HOST to ranks: Kubernetes service link \(the pod has [0-9]+ variables; sshd allows 1000' \
+  "$(mh_podlog env-worker-1)"
 mh_assert_no_grep "the exported secret's value is not printed" "$secret" "$log"
