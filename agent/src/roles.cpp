@@ -240,6 +240,12 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   const RankEnv re = rank_environment(env, decode_rank_env_spec(args[0]));
   for (const auto& w : re.warnings) spdlog::warn("{}", w);
   for (const auto& [name, value] : re.set) ::setenv(name.c_str(), value.c_str(), 1);
+  // Shell startup files of the ssh session (~/.bashrc of pyenv or conda images) may have put
+  // another interpreter first in PATH: the rank runs with its pod's own PATH, which the worker
+  // wrote down before it became sshd (sshd rewrites its own environment block).
+  const auto state = env.find("GJ_STATE_DIR");
+  const std::string state_dir = state != env.end() && !state->second.empty() ? state->second : defaults::kStateDir;
+  if (const auto pod_path = read_pod_path(state_dir)) ::setenv("PATH", pod_path->c_str(), 1);
   return run_job(std::vector<std::string>(args.begin() + 2, args.end()), false);
 }
 
@@ -250,6 +256,7 @@ int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
     write_stdout(out);
     return exit_code::kOk;
   }
+  if (const auto path = env.find("PATH"); path != env.end()) write_pod_path(setup.state_dir, path->second);
   spdlog::info("starting sshd on port {} ({} session variables)", setup.port, setup.session_env.size());
   exec_worker_sshd(setup);
 }
