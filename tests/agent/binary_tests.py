@@ -644,6 +644,60 @@ def test_hostile_inputs(sb):
     check(j["argv"][-2:] == ["caf\u00e9", "\u00e9\u2028"], j["argv"][-2:])
 
 
+def test_sshd_setup_hostile(sb):
+    """A worker's sshd preparation: a reused host key with mode 0644 is made 0600 (sshd refuses
+    it otherwise); an authorized_keys that is a FIFO fails at once; an empty one is warned about;
+    a large one (8.5 MB) is copied."""
+    if shutil.which("ssh-keygen") is None:
+        print("SKIP sshd_setup_hostile: no ssh-keygen")
+        return
+    env = sb.env(role="worker")
+    r = sb.run([sb.script], env)
+    expect_rc(r, 0, "worker with stub sshd")
+    key = os.path.join(sb.state, "ssh_host_ed25519_key")
+    os.chmod(key, 0o644)
+    r = sb.run([sb.script], env)
+    expect_rc(r, 0, "worker restart with a 0644 host key")
+    check(oct(os.stat(key).st_mode & 0o777) == "0o600" and "had mode 644" in r.stderr, r.stderr)
+    check("authorized_keys is empty" in r.stderr, f"no warning for an empty authorized_keys: {r.stderr}")
+    ak = os.path.join(sb.ssh, "authorized_keys")
+    with open(ak, "w") as f:
+        f.write(("ssh-ed25519 " + "A" * 80 + " k\n") * 90000)  # ~8.5 MB
+    r = sb.run([sb.script], env)
+    expect_rc(r, 0, "8.5 MB authorized_keys")
+    os.unlink(ak)
+    os.mkfifo(ak)
+    t0 = time.monotonic()
+    r = sb.run([sb.script], env)
+    expect_rc(r, 6, "authorized_keys FIFO")
+    check(time.monotonic() - t0 < 5 and "is not a regular file" in r.stderr, r.stderr)
+
+
+def test_master_port_half_taken(sb):
+    """Another process on 0.0.0.0:PORT while [::]:PORT is free: the master refuses to start its
+    sshd (exit 6) instead of letting the gate reach the foreign process."""
+    sshd = real_sshd("master_port_half_taken")
+    if sshd is None:
+        return
+    import socket
+    port = free_port()
+    foreign = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    foreign.bind(("0.0.0.0", port))
+    foreign.listen(1)
+    try:
+        env = sb.env(replicas="1", mpi_host="localhost")
+        for k in ("GJ_NO_SSHD", "GJ_SSHD"):
+            env.pop(k)
+        env.update({"GJ_SSHD": sshd, "GJ_SSH_PORT": str(port), "GJ_MASTER_HOST": "127.0.0.1"})
+        r = sb.run([sb.script], env, timeout=60)
+        expect_rc(r, 6, "half-taken port")
+        check(f"port {port} is already in use on 0.0.0.0" in r.stderr, r.stderr)
+        check(sb.recorded("mpiexec") is None, "mpiexec started against the foreign process")
+        check_no_sshd_left(sb)
+    finally:
+        foreign.close()
+
+
 def test_exec_argv(sb):
     env = sb.env(master_cpu="2", worker_cpu="2")
     env["OMP_NUM_THREADS"] = "3"
