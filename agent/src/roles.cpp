@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "agent_error.h"
-#include "sys/quote.h"
+#include "quote.h"
 #include "dry_run.h"
 #include "exit_codes.h"
 #include "hosts.h"
@@ -18,11 +18,12 @@
 #include "mpijob.h"
 #include "plan.h"
 #include "sys/host_facts.h"
-#include "sys/host_name.h"
+#include "host_name.h"
 #include "sys/launch.h"
+#include "sys/sshd_setup.h"
 #include "sys/private_files.h"
 #include "sys/readiness.h"
-#include "sys/session_env.h"
+#include "session_env.h"
 
 extern char** environ;
 

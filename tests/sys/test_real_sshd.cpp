@@ -18,6 +18,7 @@
 
 #include "loopback.h"
 #include "launch.h"
+#include "sshd_setup.h"
 #include "readiness.h"
 #include "session_env.h"
 #include "temp_dir.h"

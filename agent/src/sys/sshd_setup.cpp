@@ -18,6 +18,7 @@
 #include "exit_codes.h"
 #include "internal.h"
 #include "launch.h"
+#include "sshd_setup.h"
 #include "private_files.h"
 #include "quote.h"
 #include "sshd_config.h"
