@@ -25,7 +25,7 @@ EXTRA = []
 STUB_MPIEXEC = r"""#!/bin/sh
 if [ "$1" = "--version" ]; then
   case "$STUB_VERSION_MODE" in
-    hang) exec sleep 1000 ;;
+    hang) exec sleep "${STUB_SLEEP:-1000}" ;;
     flood) exec yes "${STUB_VERSION:-mpiexec (OpenRTE) 4.1.4}" ;;
   esac
   echo "${STUB_VERSION:-mpiexec (OpenRTE) 4.1.4}"; exit 0
@@ -489,7 +489,8 @@ def test_version_bounded(sb):
     """`mpiexec --version` that never returns: a clear error after GJ_MPI_DETECT_TIMEOUT (the dry
     run falls back to Open MPI 4 and says so); one that floods output is read only so far."""
     env = sb.env()
-    env.update(STUB_VERSION_MODE="hang", GJ_MPI_DETECT_TIMEOUT="1")
+    marker = f"1000.{os.getpid()}"  # this test's own hanging child (tests run in parallel)
+    env.update(STUB_VERSION_MODE="hang", GJ_MPI_DETECT_TIMEOUT="1", STUB_SLEEP=marker)
     t0 = time.monotonic()
     r = sb.run([sb.script], env)
     expect_rc(r, 6, "hanging --version")
@@ -504,7 +505,7 @@ def test_version_bounded(sb):
     r = sb.run(["--dry-run", sb.script], env)
     expect_rc(r, 0, "flooding --version")
     check(time.monotonic() - t0 < 5 and "detected from" in r.stdout, r.stdout)
-    check_no_process_left("sleep 1000")
+    check_no_process_left("sleep " + marker)
 
 
 def check_no_process_left(needle):
@@ -570,9 +571,10 @@ def test_sigterm_every_phase(sb):
     modes = [False] + ([True] if os.geteuid() == 0 and shutil.which("unshare") else [])
     for as_pid1 in modes:
         env = sb.env()
-        env.update(STUB_VERSION_MODE="hang", GJ_MPI_DETECT_TIMEOUT="60", GJ_LOG_LEVEL="debug")
+        marker = f"1000.{os.getpid()}{int(as_pid1)}"  # this test's own hanging child
+        env.update(STUB_VERSION_MODE="hang", GJ_MPI_DETECT_TIMEOUT="60", GJ_LOG_LEVEL="debug", STUB_SLEEP=marker)
         terminate_in_phase(sb, [sb.script], env, "detecting the MPI flavour", as_pid1, f"detection (pid1={as_pid1})")
-        check_no_process_left("sleep 1000")
+        check_no_process_left("sleep " + marker)
         env = sb.env(replicas="1", mpi_host="localhost")
         env.pop("GJ_NO_WAIT")
         env["GJ_SSH_PORT"] = str(free_port())
