@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "agent_error.h"
-#include "sys/quote.h"
+#include "quote.h"
 #include "exit_codes.h"
 #include "settings.h"
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "env_forwarding.h"
-#include "sys/quote.h"
+#include "quote.h"
 
 namespace gj {
 namespace {

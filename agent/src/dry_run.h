@@ -7,7 +7,7 @@
 
 #include "mpiexec_argv.h"
 #include "plan.h"
-#include "sys/launch.h"
+#include "sshd_config.h"
 
 namespace gj {
 

@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "agent_error.h"
-#include "sys/quote.h"
+#include "quote.h"
 #include "exit_codes.h"
 
 namespace gj {

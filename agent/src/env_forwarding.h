@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "env_map.h"
-#include "sys/session_env.h"
+#include "session_env.h"
 
 namespace gj {
 

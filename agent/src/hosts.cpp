@@ -3,7 +3,7 @@
 #include <unordered_map>
 
 #include "agent_error.h"
-#include "sys/quote.h"
+#include "quote.h"
 #include "exit_codes.h"
 
 namespace gj {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "sys/host_name.h"  // dns_name_problem: the rule every host passes
+#include "host_name.h"  // dns_name_problem: the rule every host passes
 
 namespace gj {
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "agent_error.h"
-#include "sys/quote.h"
+#include "quote.h"
 #include "exit_codes.h"
 #include "value_parsers.h"
 

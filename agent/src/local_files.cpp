@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "agent_error.h"
-#include "sys/quote.h"
+#include "quote.h"
 #include "exit_codes.h"
 #include "sys/launch.h"
 

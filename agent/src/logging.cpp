@@ -3,7 +3,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "sys/quote.h"  // one_line
+#include "quote.h"  // one_line
 
 namespace gj {
 

@@ -17,7 +17,7 @@
 #include "roles.h"
 #include "sys/launch.h"
 #include "sys/termination.h"
-#include "sys/quote.h"
+#include "quote.h"
 
 extern char** environ;
 

@@ -63,11 +63,16 @@ MpiexecCommand openmpi_command(const LaunchPlan& plan, const MpiexecRequest& req
   return cmd;
 }
 
+// Hydra passes the launcher's whole environment to every rank unless told otherwise, which would
+// overwrite each pod's own values (NCCL_IB_HCA, the pod name) with the master's. -genvlist (only
+// these) or else -genvnone keeps what each rank's pod gives it (sshd's SetEnv), plus exactly the
+// exports. (Hydra takes one of the two, not both.)
 void hydra_exports(const LaunchPlan& plan, std::vector<std::string>& a) {
   std::vector<std::string> inherited;
   for (const auto& v : plan.exports)
     if (!v.value) inherited.push_back(v.name);
   if (!inherited.empty()) append(a, {"-genvlist", join(inherited, ",")});
+  else a.push_back("-genvnone");
   for (const auto& v : plan.exports)
     if (v.value) append(a, {"-genv", v.name, *v.value});
 }

@@ -5,7 +5,7 @@
 #include "agent_error.h"
 #include "exit_codes.h"
 #include "hosts.h"
-#include "sys/quote.h"
+#include "quote.h"
 #include "value_parsers.h"
 
 namespace gj {

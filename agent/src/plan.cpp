@@ -4,9 +4,9 @@
 #include <climits>
 
 #include "agent_error.h"
-#include "sys/quote.h"
+#include "quote.h"
 #include "exit_codes.h"
-#include "sys/sshd_config.h"
+#include "sshd_config.h"
 
 namespace gj {
 namespace {

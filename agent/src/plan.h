@@ -12,7 +12,7 @@
 #include "hosts.h"
 #include "job_spec.h"
 #include "rank_env.h"
-#include "sys/launch.h"
+#include "sshd_config.h"
 
 namespace gj {
 

@@ -2,7 +2,7 @@
 
 #include "agent_error.h"
 #include "exit_codes.h"
-#include "sys/quote.h"
+#include "quote.h"
 #include "value_parsers.h"
 
 namespace gj {

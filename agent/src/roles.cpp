@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "agent_error.h"
-#include "sys/quote.h"
+#include "quote.h"
 #include "dry_run.h"
 #include "exit_codes.h"
 #include "hosts.h"
@@ -18,11 +18,12 @@
 #include "mpijob.h"
 #include "plan.h"
 #include "sys/host_facts.h"
-#include "sys/host_name.h"
+#include "host_name.h"
 #include "sys/launch.h"
+#include "sys/sshd_setup.h"
 #include "sys/private_files.h"
 #include "sys/readiness.h"
-#include "sys/session_env.h"
+#include "session_env.h"
 
 extern char** environ;
 
@@ -78,7 +79,10 @@ std::string unreachable_message(const ReadinessReport& r, std::int64_t timeout_s
 // The sshd this pod runs, serving its environment to every ssh session (every rank here).
 SshdSetup sshd_setup(const AgentSettings& s, const EnvMap& env) {
   SessionEnv filtered = filter_session_env(EnvList(env.begin(), env.end()));
-  for (const auto& skip : filtered.skipped) spdlog::debug("session environment: skipping {}: {}", skip.name, skip.reason);
+  for (const auto& skip : filtered.skipped) {
+    if (skip.loss) spdlog::warn("session environment: not passing {} to ranks: {}", skip.name, skip.reason);
+    else spdlog::debug("session environment: skipping {}: {}", skip.name, skip.reason);
+  }
   return plan_sshd(s, std::move(filtered.kept));
 }
 
@@ -237,6 +241,12 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   const RankEnv re = rank_environment(env, decode_rank_env_spec(args[0]));
   for (const auto& w : re.warnings) spdlog::warn("{}", w);
   for (const auto& [name, value] : re.set) ::setenv(name.c_str(), value.c_str(), 1);
+  // Shell startup files of the ssh session (~/.bashrc of pyenv or conda images) may have put
+  // another interpreter first in PATH: the rank runs with its pod's own PATH, which the worker
+  // wrote down before it became sshd (sshd rewrites its own environment block).
+  const auto state = env.find("GJ_STATE_DIR");
+  const std::string state_dir = state != env.end() && !state->second.empty() ? state->second : defaults::kStateDir;
+  if (const auto pod_path = read_pod_path(state_dir)) ::setenv("PATH", pod_path->c_str(), 1);
   return run_job(std::vector<std::string>(args.begin() + 2, args.end()), false);
 }
 
@@ -247,6 +257,7 @@ int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
     write_stdout(out);
     return exit_code::kOk;
   }
+  if (const auto path = env.find("PATH"); path != env.end()) write_pod_path(setup.state_dir, path->second);
   spdlog::info("starting sshd on port {} ({} session variables)", setup.port, setup.session_env.size());
   exec_worker_sshd(setup);
 }

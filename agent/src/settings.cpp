@@ -6,8 +6,8 @@
 #include "agent_error.h"
 #include "defaults.h"
 #include "exit_codes.h"
-#include "sys/quote.h"
-#include "sys/sshd_config.h"
+#include "quote.h"
+#include "sshd_config.h"
 #include "value_parsers.h"
 
 namespace gj {

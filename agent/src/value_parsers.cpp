@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "agent_error.h"
-#include "sys/quote.h"
+#include "quote.h"
 #include "exit_codes.h"
 
 namespace gj {

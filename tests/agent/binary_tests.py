@@ -25,7 +25,7 @@ EXTRA = []
 STUB_MPIEXEC = r"""#!/bin/sh
 if [ "$1" = "--version" ]; then
   case "$STUB_VERSION_MODE" in
-    hang) exec sleep 1000 ;;
+    hang) exec sleep "${STUB_SLEEP:-1000}" ;;
     flood) exec yes "${STUB_VERSION:-mpiexec (OpenRTE) 4.1.4}" ;;
   esac
   echo "${STUB_VERSION:-mpiexec (OpenRTE) 4.1.4}"; exit 0
@@ -489,7 +489,8 @@ def test_version_bounded(sb):
     """`mpiexec --version` that never returns: a clear error after GJ_MPI_DETECT_TIMEOUT (the dry
     run falls back to Open MPI 4 and says so); one that floods output is read only so far."""
     env = sb.env()
-    env.update(STUB_VERSION_MODE="hang", GJ_MPI_DETECT_TIMEOUT="1")
+    marker = f"1000.{os.getpid()}"  # this test's own hanging child (tests run in parallel)
+    env.update(STUB_VERSION_MODE="hang", GJ_MPI_DETECT_TIMEOUT="1", STUB_SLEEP=marker)
     t0 = time.monotonic()
     r = sb.run([sb.script], env)
     expect_rc(r, 6, "hanging --version")
@@ -504,7 +505,7 @@ def test_version_bounded(sb):
     r = sb.run(["--dry-run", sb.script], env)
     expect_rc(r, 0, "flooding --version")
     check(time.monotonic() - t0 < 5 and "detected from" in r.stdout, r.stdout)
-    check_no_process_left("sleep 1000")
+    check_no_process_left("sleep " + marker)
 
 
 def check_no_process_left(needle):
@@ -570,9 +571,10 @@ def test_sigterm_every_phase(sb):
     modes = [False] + ([True] if os.geteuid() == 0 and shutil.which("unshare") else [])
     for as_pid1 in modes:
         env = sb.env()
-        env.update(STUB_VERSION_MODE="hang", GJ_MPI_DETECT_TIMEOUT="60", GJ_LOG_LEVEL="debug")
+        marker = f"1000.{os.getpid()}{int(as_pid1)}"  # this test's own hanging child
+        env.update(STUB_VERSION_MODE="hang", GJ_MPI_DETECT_TIMEOUT="60", GJ_LOG_LEVEL="debug", STUB_SLEEP=marker)
         terminate_in_phase(sb, [sb.script], env, "detecting the MPI flavour", as_pid1, f"detection (pid1={as_pid1})")
-        check_no_process_left("sleep 1000")
+        check_no_process_left("sleep " + marker)
         env = sb.env(replicas="1", mpi_host="localhost")
         env.pop("GJ_NO_WAIT")
         env["GJ_SSH_PORT"] = str(free_port())
@@ -642,6 +644,60 @@ def test_hostile_inputs(sb):
     expect_rc(r, 0, "non-UTF-8 argument")
     j = json.loads(r.stdout.decode("utf-8"))  # strict: invalid UTF-8 raises
     check(j["argv"][-2:] == ["caf\u00e9", "\u00e9\u2028"], j["argv"][-2:])
+
+
+def test_sshd_setup_hostile(sb):
+    """A worker's sshd preparation: a reused host key with mode 0644 is made 0600 (sshd refuses
+    it otherwise); an authorized_keys that is a FIFO fails at once; an empty one is warned about;
+    a large one (8.5 MB) is copied."""
+    if shutil.which("ssh-keygen") is None:
+        print("SKIP sshd_setup_hostile: no ssh-keygen")
+        return
+    env = sb.env(role="worker")
+    r = sb.run([sb.script], env)
+    expect_rc(r, 0, "worker with stub sshd")
+    key = os.path.join(sb.state, "ssh_host_ed25519_key")
+    os.chmod(key, 0o644)
+    r = sb.run([sb.script], env)
+    expect_rc(r, 0, "worker restart with a 0644 host key")
+    check(oct(os.stat(key).st_mode & 0o777) == "0o600" and "had mode 644" in r.stderr, r.stderr)
+    check("authorized_keys is empty" in r.stderr, f"no warning for an empty authorized_keys: {r.stderr}")
+    ak = os.path.join(sb.ssh, "authorized_keys")
+    with open(ak, "w") as f:
+        f.write(("ssh-ed25519 " + "A" * 80 + " k\n") * 90000)  # ~8.5 MB
+    r = sb.run([sb.script], env)
+    expect_rc(r, 0, "8.5 MB authorized_keys")
+    os.unlink(ak)
+    os.mkfifo(ak)
+    t0 = time.monotonic()
+    r = sb.run([sb.script], env)
+    expect_rc(r, 6, "authorized_keys FIFO")
+    check(time.monotonic() - t0 < 5 and "is not a regular file" in r.stderr, r.stderr)
+
+
+def test_master_port_half_taken(sb):
+    """Another process on 0.0.0.0:PORT while [::]:PORT is free: the master refuses to start its
+    sshd (exit 6) instead of letting the gate reach the foreign process."""
+    sshd = real_sshd("master_port_half_taken")
+    if sshd is None:
+        return
+    import socket
+    port = free_port()
+    foreign = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    foreign.bind(("0.0.0.0", port))
+    foreign.listen(1)
+    try:
+        env = sb.env(replicas="1", mpi_host="localhost")
+        for k in ("GJ_NO_SSHD", "GJ_SSHD"):
+            env.pop(k)
+        env.update({"GJ_SSHD": sshd, "GJ_SSH_PORT": str(port), "GJ_MASTER_HOST": "127.0.0.1"})
+        r = sb.run([sb.script], env, timeout=60)
+        expect_rc(r, 6, "half-taken port")
+        check(f"port {port} is already in use on 0.0.0.0" in r.stderr, r.stderr)
+        check(sb.recorded("mpiexec") is None, "mpiexec started against the foreign process")
+        check_no_sshd_left(sb)
+    finally:
+        foreign.close()
 
 
 def test_exec_argv(sb):

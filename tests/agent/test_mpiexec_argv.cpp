@@ -72,7 +72,8 @@ TEST_CASE("golden argv: MPICH hydra, every platform case", "[argv]") {
   const auto hydra = [](const std::string& hosts, const std::string& n, const std::string& ppn) {
     Argv a = {"mpiexec", "-hosts", hosts, "-n", n};
     if (!ppn.empty()) a.insert(a.end(), {"-ppn", ppn});
-    a.insert(a.end(), {"-launcher", "ssh", "python3", "/app/train.py", "--lr", "0.1"});
+    // -genvnone: each rank keeps its own pod's environment (issue #14).
+    a.insert(a.end(), {"-launcher", "ssh", "-genvnone", "python3", "/app/train.py", "--lr", "0.1"});
     return a;
   };
   CHECK(build_mpiexec_command(kBothCpu, r).argv == hydra("m.job:4,w-0.job:8,w-1.job:8", "20", ""));
@@ -85,7 +86,7 @@ TEST_CASE("golden argv: MPICH hydra, every platform case", "[argv]") {
 
 TEST_CASE("golden argv: Intel MPI, every platform case", "[argv]") {
   const auto r = request(MpiFlavour::Intel);
-  const Argv tail = {"-bootstrap", "ssh", "-bootstrap-exec-args", kSsh, "python3", "/app/train.py", "--lr", "0.1"};
+  const Argv tail = {"-bootstrap", "ssh", "-bootstrap-exec-args", kSsh, "-genvnone", "python3", "/app/train.py", "--lr", "0.1"};
   const auto with_tail = [&](Argv a) {
     a.insert(a.end(), tail.begin(), tail.end());
     return a;

@@ -21,7 +21,7 @@
 #include "hosts.h"
 #include "job_spec.h"
 #include "plan.h"
-#include "sys/session_env.h"
+#include "session_env.h"
 
 namespace {
 

@@ -51,7 +51,7 @@ const std::map<std::string, int>& builder_flags() {
       {"--allow-run-as-root", 0}, {"--host", 1}, {"--hostfile", 1}, {"-np", 1}, {"--map-by", 1},
       {"--mca", 2}, {"--prtemca", 2}, {"-x", 1}, {"-hosts", 1}, {"-f", 1}, {"-machinefile", 1},
       {"-n", 1}, {"-ppn", 1}, {"-launcher", 1}, {"-bootstrap", 1}, {"-bootstrap-exec-args", 1},
-      {"-genvlist", 1}, {"-genv", 2},
+      {"-genvlist", 1}, {"-genv", 2}, {"-genvnone", 0}, {"-localhost", 1},
   };
   return flags;
 }

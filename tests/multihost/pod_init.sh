@@ -5,6 +5,7 @@
 # pod's command (which becomes PID 1, as a container command does):
 #   hostname            = the pod name (<job>-worker-0)
 #   /etc/hosts          = this pod's hosts file (every pod's <name>.<job>, own short name)
+#   /root/.bashrc       = $GJMH_BASHRC when set (an image's shell startup file)
 #   /etc/mpi            = $GJMH_ETC_MPI read-only when set (an MPIJob's hostfile)
 #   /etc/resolv.conf    = nameserver 127.0.0.1: names not in the hosts file fail at once, on
 #                         the pod's own loopback (no DNS query leaves, whatever the machine uses)
@@ -47,6 +48,10 @@ fi
 unset GJMH_ETC_MPI
 mount -t tmpfs -o mode=0700 gjmh-root /root
 mkdir /root/.ssh
+if [ -n "${GJMH_BASHRC:-}" ]; then  # the image's ~/.bashrc (pyenv, conda init): runs in every ssh session
+  printf '%s\n' "$GJMH_BASHRC" >/root/.bashrc
+fi
+unset GJMH_BASHRC
 mount --bind "$ssh_secret" /root/.ssh
 mount -o remount,bind,ro /root/.ssh
 mount -t tmpfs -o mode=0755 gjmh-run /run

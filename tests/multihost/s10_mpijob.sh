@@ -17,21 +17,22 @@ if [ "$flavour" = mpich ]; then
   command -v mpiexec.mpich >/dev/null || { [ "${CI:-}" = true ] && mh_die "mpiexec.mpich missing under CI"; mh_log "SKIP: no mpiexec.mpich"; exit "$MH_SKIP"; }
   printf '%s\n' "# written by mpi-operator" "$job-worker-0.$job.$svc:2" "" "$job-worker-1.$job.$svc:2" >"$MH_ETC_MPI/hostfile"
   launcher_env=(HYDRA_HOST_FILE=/etc/mpi/hostfile HYDRA_LAUNCH_EXTRA_ARGS="-o ConnectionAttempts=10")
-  args=(--mpiexec mpiexec.mpich)  # Debian's alternatives name; an MPICH image's mpiexec is MPICH's
+  args=(--mpiexec mpiexec.mpich)
+  pod_env=("${MH_MPICH_POD_ENV[@]}")  # Debian's alternatives name; an MPICH image's mpiexec is MPICH's
   np=4 placement=$job-worker-0:2,$job-worker-1:2
 else
   printf '%s\n' "$job-launcher.$job.$svc slots=1" "$job-worker-0.$job.$svc slots=2" "$job-worker-1.$job.$svc slots=2" \
     >"$MH_ETC_MPI/hostfile"
   launcher_env=(OMPI_MCA_orte_keep_fqdn_hostnames=true OMPI_MCA_orte_default_hostfile=/etc/mpi/hostfile
     OMPI_MCA_plm_rsh_args="-o ConnectionAttempts=10")
-  args=()
+  args=() pod_env=()
   np=5 placement=$job-launcher:1,$job-worker-0:2,$job-worker-1:2
 fi
 chmod 0444 "$MH_ETC_MPI/hostfile"
-for w in "$job-worker-0" "$job-worker-1"; do mh_pod_start "$w" K_MPI_JOB_ROLE=worker -- "$MH_GJ" "$MH_PROG"; done
-mh_pod_start "$job-launcher" K_MPI_JOB_ROLE=launcher "${launcher_env[@]}" -- "$MH_GJ" "${args[@]}" "$MH_PROG"
+for w in "$job-worker-0" "$job-worker-1"; do mh_pod_start "$w" K_MPI_JOB_ROLE=worker "${pod_env[@]}" -- "$MH_GJ" "$MH_PROG"; done
+mh_pod_start "$job-launcher" K_MPI_JOB_ROLE=launcher "${pod_env[@]}" "${launcher_env[@]}" -- "$MH_GJ" "${args[@]}" "$MH_PROG"
 mh_pod_wait "$job-launcher" 45
-log=$(mh_podlog "$job-launcher")
+log=$(mh_rank_lines "$(mh_podlog "$job-launcher")")
 mh_assert_eq "launcher exit code ($flavour)" 0 "$MH_RC"
 mh_assert_grep "the launcher planned from the hostfile" "MPI_NP=$np \\(hosts and slots from the MPIJob hostfile" "$log"
 mh_assert_ranks "$log" "$np" "$placement"

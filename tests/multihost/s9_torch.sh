@@ -9,13 +9,13 @@ flavour=${3:?flavour: openmpi or mpich}
 extra=(GJ_PYTHON=/usr/bin/python3)
 if [ "$flavour" = mpich ]; then
   command -v mpiexec.mpich >/dev/null || { [ "${CI:-}" = true ] && mh_die "mpiexec.mpich missing under CI"; mh_log "SKIP: no mpiexec.mpich"; exit "$MH_SKIP"; }
-  extra+=(GJ_MPI=mpich GJ_MPIEXEC=mpiexec.mpich)
+  extra+=(GJ_MPI=mpich GJ_MPIEXEC=mpiexec.mpich "${MH_MPICH_POD_ENV[@]}")
 fi
 mh_up tdist 2
 master=tdist-master-0
 mh_agent_job 2 0 1 0 "${extra[@]}" -- "$MH_PROG"
 mh_pod_wait "$master" 60
-log=$(mh_podlog "$master")
+log=$(mh_rank_lines "$(mh_podlog "$master")")
 mh_assert_eq "master exit code ($flavour)" 0 "$MH_RC"
 mh_assert_no_grep "no rank failed a check" '^TORCHDIST FAIL' "$log"
 want=("0 tdist-master-0 0/2 0" "1 tdist-master-0 1/2 0" "2 tdist-worker-0 0/1 1" "3 tdist-worker-1 0/1 2")

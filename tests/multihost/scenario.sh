@@ -50,6 +50,11 @@ mh_agent_job() {
 
 mh_master() { echo "${MH_PODS[0]}"; }
 
+# For MPICH pods: MPICH's UCX transport sees one kernel (one boot id) in every "pod" and would
+# try shared memory between them, which their private /dev/shm cannot give; on real nodes it
+# does not. Set in every pod's environment, as a platform would.
+MH_MPICH_POD_ENV=(UCX_TLS=tcp,self UCX_NET_DEVICES=eth0)
+
 # mh_looping_job <job>: a 3-pod job (1 slot each) whose ranks keep allreducing for 120 s;
 # returns once every rank is in its loop. For the tests that break a running job.
 mh_looping_job() {
@@ -61,6 +66,15 @@ mh_looping_job() {
     mh_wait_for_log "$log" "^LOOP $r iter=0" 45 || mh_die "rank $r never started its loop"
   done
   mh_log "all ranks are looping"
+}
+
+# mh_rank_lines <log>: a copy of the log with every probe report on a line of its own. Hydra
+# (MPICH 4.0 has no -ordered-output) forwards rank output in chunks that can join two ranks'
+# lines; the reports themselves stay whole. Prints the copy's path.
+mh_rank_lines() {
+  local out="$1.lines"
+  sed -E 's/(RANK [0-9]|ALLREDUCE |TORCHDIST |PYRANK )/\n\1/g' "$1" >"$out"
+  echo "$out"
 }
 
 mh_assert_eq() {  # <what> <expected> <actual>

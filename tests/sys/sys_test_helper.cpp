@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "launch.h"
+#include "sshd_setup.h"
 
 namespace {
 

@@ -72,3 +72,42 @@ TEST_CASE("secret-looking names are redacted in logs") {
   CHECK(gj::is_secret_name(row.name) == row.secret);
   CHECK(gj::loggable_value(row.name, "s3cr3t") == (row.secret ? "<redacted>" : "s3cr3t"));
 }
+
+TEST_CASE("session env: over sshd's 1000-variable limit, service links go first and every loss is named") {
+  gj::EnvList pod = {{"PATH", "/usr/bin"}, {"NCCL_IB_HCA", "mlx5_0"}, {"MASTER_PORT", "29500"}};
+  for (int i = 0; i < 160; ++i) {  // 7 variables per Service, as Kubernetes writes them
+    const std::string svc = "SVC" + std::to_string(i);
+    for (const char* suffix : {"_SERVICE_HOST", "_SERVICE_PORT", "_SERVICE_PORT_HTTP", "_PORT", "_PORT_80_TCP",
+                               "_PORT_80_TCP_PROTO", "_PORT_80_TCP_ADDR"})
+      pod.emplace_back(svc + suffix, "x");
+  }
+  const gj::SessionEnv s = gj::filter_session_env(pod);
+  CHECK(s.kept.size() == 3);
+  std::size_t lost = 0;
+  for (const auto& k : s.skipped) {
+    if (!k.loss) continue;
+    ++lost;
+    CHECK_THAT(k.reason, Catch::Contains("Kubernetes service link") && Catch::Contains("sshd allows 1000"));
+  }
+  CHECK(lost == 160 * 7);
+  // Fewer than the limit: service links stay (a rank may use them).
+  const gj::SessionEnv few = gj::filter_session_env({{"A_SERVICE_HOST", "1"}, {"A_PORT", "tcp://1:2"}});
+  CHECK(few.kept.size() == 2);
+  // Still too many without service links: the names sorting last are dropped, each named.
+  gj::EnvList many;
+  for (int i = 0; i < 1000; ++i) many.emplace_back("V" + std::to_string(1000 + i), "x");
+  const gj::SessionEnv m = gj::filter_session_env(many);
+  CHECK(m.kept.size() == gj::kMaxSessionVariables);
+  CHECK(m.kept.back().first == "V1899");
+  CHECK(m.skipped.size() == 100);
+  CHECK(m.skipped.front().loss);
+}
+
+TEST_CASE("session env: a value too long for an ssh session is not passed, by name") {
+  const gj::SessionEnv s = gj::filter_session_env({{"BIG", std::string(60 * 1024, 'a')}, {"OK", "1"}});
+  REQUIRE(s.kept.size() == 1);
+  REQUIRE(s.skipped.size() == 1);
+  CHECK(s.skipped[0].name == "BIG");
+  CHECK(s.skipped[0].loss);
+  CHECK_THAT(s.skipped[0].reason, Catch::Contains("61440 bytes, over 32 KiB"));
+}

@@ -7,9 +7,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "agent_error.h"
 #include "exit_codes.h"
+#include "private_files.h"
 
 namespace gj {
 
@@ -20,6 +23,19 @@ std::string self_executable() {
     throw LaunchError{exit_code::kInternal, std::string("readlink /proc/self/exe failed: ") + std::strerror(errno) +
                                                 "; mount /proc in the container or pass --no-rank-env"};
   return std::string(buf, static_cast<std::size_t>(n));
+}
+
+void write_pod_path(const std::string& state_dir, const std::string& path) {
+  ensure_private_dir(state_dir, "GJ_STATE_DIR");
+  write_private_file(state_dir + "/pod_path", path, 0600);
+}
+
+std::optional<std::string> read_pod_path(const std::string& state_dir) {
+  std::ifstream in(state_dir + "/pod_path", std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.empty() || text.size() > 64 * 1024) return std::nullopt;
+  return text;
 }
 
 std::string local_host_name() {

@@ -2,12 +2,19 @@
 // (every rank re-runs it in its rank-exec mode) and a TCP port that is free here now.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace gj {
 
 // /proc/self/exe. Throws LaunchError (kInternal) when it cannot be read.
 std::string self_executable();
+
+// The pod's PATH as the container got it, kept in <state_dir>/pod_path by the worker before it
+// becomes sshd, for the ranks its ssh sessions start (write: LaunchError kSetupFailed; read:
+// nullopt when absent or empty).
+void write_pod_path(const std::string& state_dir, const std::string& path);
+std::optional<std::string> read_pod_path(const std::string& state_dir);
 
 // gethostname(): a pod's name. Throws LaunchError (kInternal) when it fails.
 std::string local_host_name();

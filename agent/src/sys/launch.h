@@ -1,6 +1,7 @@
-// The only code that forks, execs, writes files or touches sshd. Everything it does is decided
-// by the caller (planning is pure and lives elsewhere); these functions just carry it out,
-// checking and naming every system call in their errors.
+// The process API: fork/exec (run_job, spawn_process, run_and_capture), waits, the registry of
+// owned background processes, PATH lookup, warnings and the termination log. Everything it does
+// is decided by the caller (planning is pure, in agent/src); these functions carry it out,
+// checking and naming every system call in their errors. sshd preparation: sshd_setup.h.
 #pragma once
 
 #include <chrono>
@@ -15,35 +16,7 @@
 
 namespace gj {
 
-// Everything needed to run an sshd that serves MPI ranks in a pod.
-struct SshdSetup {
-  std::string sshd_path = defaults::kSshd;     // GJ_SSHD / --sshd
-  std::string state_dir = defaults::kStateDir;  // GJ_STATE_DIR: 0700, root-owned; keys, config
-  int port = defaults::kSshPort;                // GJ_SSH_PORT / --ssh-port
-  std::string ssh_dir = defaults::kSshDir;      // GJ_SSH_DIR: mounted (read-only) keys
-  // Written into the generated sshd_config as SetEnv so every ssh session (every MPI rank on
-  // this node) sees this pod's own values. Already filtered and ordered by the caller.
-  std::vector<std::pair<std::string, std::string>> session_env;
-  // Added by gj_agent_sys (defaults are what the platform's images need):
-  std::string privsep_dir = "/run/sshd";   // sshd's privilege separation dir, created 0755 when missing
-  std::string ssh_keygen = defaults::kSshKeygen;  // GJ_SSH_KEYGEN: resolved through PATH
-  std::vector<std::string> listen_addresses{"0.0.0.0", "::"};
-  std::chrono::milliseconds listen_timeout{std::chrono::seconds(10)};  // master: wait for listen
-  std::string shadow_file = "/etc/shadow";  // checked for a locked root account (warning only)
-};
-
 // Everything below throws LaunchError (agent_error.h) with the documented exit code of the class.
-
-// Worker: creates the privilege separation dir, host keys (private to the pod, in state_dir)
-// and a hardened sshd_config, then execs `sshd -D -e -f <config>`. Never returns.
-[[noreturn]] void exec_worker_sshd(const SshdSetup& setup);
-
-// Master: same preparation, starts sshd in the background (not waited for here).
-void start_background_sshd(const SshdSetup& setup);
-
-// Copies the client private keys found in setup.ssh_dir to <state_dir>/ssh/ with mode 0600
-// (mounted secrets are often group-readable and ssh refuses them). Returns the copied paths.
-std::vector<std::string> prepare_client_keys(const SshdSetup& setup);
 
 // Runs argv, returns its stdout+stderr (for `mpiexec --version`): at most max_bytes (then the
 // child is killed), within timeout (else the child is killed and LaunchError kSetupFailed names

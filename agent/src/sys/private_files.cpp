@@ -127,13 +127,15 @@ void write_private_file(const std::string& path, const std::string& content, mod
 }
 
 void copy_private_file(const std::string& src, const std::string& dst) {
-  constexpr off_t kMax = 1 << 20;
-  int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
+  // Large authorized_keys files (thousands of keys, certificates) are real; 16 MiB is far above.
+  constexpr off_t kMax = 16 << 20;
+  // O_NONBLOCK: a FIFO must be refused by the check below, not block the open waiting for a writer.
+  int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail("open " + src + " failed: " + err(errno) + "; is the ssh secret mounted (GJ_SSH_DIR)?");
   struct stat st{};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMax) {
     ::close(fd);
-    fail(src + " is not a regular file of at most 1 MiB; check the mounted ssh secret");
+    fail(src + " is not a regular file of at most 16 MiB; check the mounted ssh secret");
   }
   std::string data;
   char buf[8192];

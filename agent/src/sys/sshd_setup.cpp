@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "exit_codes.h"
 #include "internal.h"
 #include "launch.h"
+#include "sshd_setup.h"
 #include "private_files.h"
 #include "quote.h"
 #include "sshd_config.h"
@@ -39,7 +41,18 @@ std::string host_key_path(const SshdSetup& s) { return s.state_dir + "/ssh_host_
 // ed25519 only: generation takes milliseconds and every OpenSSH client since 6.5 accepts it.
 void ensure_host_key(const SshdSetup& setup) {
   const std::string key = host_key_path(setup);
-  if (is_regular_file(key) && is_regular_file(key + ".pub")) return;  // this pod's key, from an earlier start
+  if (is_regular_file(key) && is_regular_file(key + ".pub")) {  // this pod's key, from an earlier start
+    // sshd refuses a private host key readable by others ("no hostkeys available"): a key left
+    // with a wider mode would keep the pod broken across restarts.
+    struct stat st{};
+    if (::stat(key.c_str(), &st) == 0 && (st.st_mode & 077) == 0) return;
+    if (::chmod(key.c_str(), 0600) == 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(st.st_mode & 0777));
+      warn("host key " + key + " had mode " + mode + "; set to 600, which sshd requires of a private host key");
+      return;
+    }
+  }
   ::unlink(key.c_str());
   ::unlink((key + ".pub").c_str());
   std::string keygen;
@@ -80,6 +93,10 @@ std::string prepare_sshd(const SshdSetup& setup) {
   ensure_host_key(setup);
   warn_if_root_locked(setup);
   copy_private_file(setup.ssh_dir + "/authorized_keys", setup.state_dir + "/authorized_keys");
+  struct stat ak{};
+  if (::stat((setup.state_dir + "/authorized_keys").c_str(), &ak) == 0 && ak.st_size == 0)
+    warn(setup.ssh_dir + "/authorized_keys is empty: no key can log in to this pod, so no MPI rank can start here; "
+         "mount the job's ssh secret with its public key");
 
   SshdConfigSpec spec;
   spec.port = setup.port;
@@ -133,6 +150,34 @@ bool local_port_accepts(const SshdSetup& setup) {
   return rc == 0;
 }
 
+// "" when addr:port can be bound now, else why not.
+std::string port_taken(const std::string& addr, int port) {
+  const bool v6 = addr.find(':') != std::string::npos;
+  const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";  // no such family here: sshd will say so itself
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int rc;
+  if (v6) {
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(static_cast<uint16_t>(port));
+    if (::inet_pton(AF_INET6, addr.c_str(), &a.sin6_addr) != 1) a.sin6_addr = in6addr_any;
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    if (::inet_pton(AF_INET, addr.c_str(), &a.sin_addr) != 1) a.sin_addr.s_addr = htonl(INADDR_ANY);
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  const int e = errno;
+  ::close(fd);
+  if (rc == 0 || e == EADDRNOTAVAIL || e == EAFNOSUPPORT) return "";
+  return std::string("bind: ") + std::strerror(e);
+}
+
 }  // namespace
 
 void exec_worker_sshd(const SshdSetup& setup) {
@@ -143,6 +188,15 @@ void exec_worker_sshd(const SshdSetup& setup) {
 
 void start_background_sshd(const SshdSetup& setup) {
   const std::string config = prepare_sshd(setup);
+  // Another process on the port of one address family (0.0.0.0:PORT taken, [::]:PORT free) lets
+  // sshd start on the other one, and our readiness probe would reach the foreign process.
+  for (const auto& addr : setup.listen_addresses) {
+    const std::string holder = port_taken(addr, setup.port);
+    if (!holder.empty())
+      fail(exit_code::kSetupFailed, "port " + std::to_string(setup.port) + " is already in use on " + addr + " (" + holder +
+                                        "); the master's sshd needs it on every listen address: stop that process or "
+                                        "set --ssh-port/GJ_SSH_PORT");
+  }
   const std::string pid_file = setup.state_dir + "/sshd.pid";
   ::unlink(pid_file.c_str());
   SpawnOptions opt;

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include <chrono>
+
 #include "defaults.h"
 
 namespace gj {
@@ -51,5 +53,22 @@ std::string sshd_config_path(const std::string& state_dir);
 // password field starts with '!'). With UsePAM no, sshd then refuses every login of that user,
 // keys included ("User root not allowed because account is locked").
 bool shadow_account_locked(std::string_view shadow_text, std::string_view user);
+
+// Everything needed to run an sshd that serves MPI ranks in a pod.
+struct SshdSetup {
+  std::string sshd_path = defaults::kSshd;     // GJ_SSHD / --sshd
+  std::string state_dir = defaults::kStateDir;  // GJ_STATE_DIR: 0700, root-owned; keys, config
+  int port = defaults::kSshPort;                // GJ_SSH_PORT / --ssh-port
+  std::string ssh_dir = defaults::kSshDir;      // GJ_SSH_DIR: mounted (read-only) keys
+  // Written into the generated sshd_config as SetEnv so every ssh session (every MPI rank on
+  // this node) sees this pod's own values. Already filtered and ordered by the caller.
+  std::vector<std::pair<std::string, std::string>> session_env;
+  // Defaults are what the platform's images need:
+  std::string privsep_dir = "/run/sshd";   // sshd's privilege separation dir, created 0755 when missing
+  std::string ssh_keygen = defaults::kSshKeygen;  // GJ_SSH_KEYGEN: resolved through PATH
+  std::vector<std::string> listen_addresses{"0.0.0.0", "::"};
+  std::chrono::milliseconds listen_timeout{std::chrono::seconds(10)};  // master: wait for listen
+  std::string shadow_file = "/etc/shadow";  // checked for a locked root account (warning only)
+};
 
 }  // namespace gj

@@ -14,7 +14,16 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 struct SkippedVariable {
   std::string name;
   std::string reason;  // never contains the value
+  bool loss = false;   // a variable the ranks may need, dropped for a limit: log it as a warning
 };
+
+// sshd refuses a session with more than 1000 variables (child_set_env: too many env vars); the
+// session itself brings a dozen. Above this many, Kubernetes service links go first (a namespace
+// with ~150 Services gives 1000+), then the names sorting last.
+inline constexpr std::size_t kMaxSessionVariables = 900;
+// Longer values are not forwarded (a 60 KB value breaks the session setup).
+inline constexpr std::size_t kMaxSessionValueBytes = 32 * 1024;
+
 
 struct SessionEnv {
   EnvList kept;                          // sorted by name; first occurrence of a name wins
