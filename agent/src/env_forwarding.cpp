@@ -72,7 +72,8 @@ const std::vector<std::string>& default_exports() {
       "OMP_NUM_THREADS", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONFAULTHANDLER",
       "NCCL_DEBUG",      "NCCL_DEBUG_SUBSYS", "NCCL_ALGO",     "NCCL_PROTO",
       "TORCH_DISTRIBUTED_DEBUG", "HOROVOD_*",
-      "GJ_COLL_*",  // this project's collectives library: settings every rank must share
+      "GJ_COLL_*",   // this project's collectives library: settings every rank must share
+      "GJ_TORCH_*",  // gj.torch: bucket sizes decide the collective sequence, so they must agree
   };
   return kDefaults;
 }
