@@ -69,6 +69,9 @@ class Backend {
   // Whether record_completion works: checked before a nonblocking device call runs, so an
   // unsupported one is refused without side effects.
   virtual bool has_completions() const { return kind() != gjBackendNccl; }
+  // Throws gj::Error where no completion can be recorded on this stream now (gjInvalidUsage
+  // during a CUDA graph capture); checked before the call's work is enqueued.
+  virtual void check_completion_stream(void* /*stream*/) {}
   virtual void* record_completion(void* /*stream*/) {
     if (kind() == gjBackendNccl) unsupported("nonblocking device operations (completion events)");
     return nullptr;

@@ -3,8 +3,13 @@
 // Nothing here waits for the GPU on the normal path. The backend waits (polling NCCL's
 // asynchronous error state, bounded by GJ_COLL_TIMEOUT_MS) only where it must: before freeing
 // a buffer it owns that is being replaced by a larger one, and at destruction
-// (ncclCommFinalize) for the NCCL operations it enqueued. Reuse of an owned buffer from another
-// stream is ordered on the device with an event.
+// (ncclCommFinalize) for the NCCL operations it enqueued, and in gjWait on a device request.
+// Reuse of an owned buffer from another stream is ordered on the device with an event.
+//
+// Device requests (gjI* on device buffers): the call's work is enqueued as by the blocking call,
+// then an event (from a pool) is recorded on the same stream; the request is that event.
+// gjTest queries it, gjWait polls it bounded by GJ_COLL_TIMEOUT_MS (a stalled peer gives
+// gjTimeout and aborts the communicator), and either returns the event to the pool.
 #include "nccl_backend.h"
 
 #include <cuda_runtime_api.h>
@@ -18,6 +23,7 @@
 #include "../cuda/device.h"
 #include "../cuda/elementwise.h"
 #include "../error.h"
+#include "handle_pool.h"
 #include "nccl_buffer.h"
 #include "nccl_comm.h"
 #include "nccl_loader.h"
@@ -132,6 +138,7 @@ class NcclBackend final : public Backend {
       }
       (void)cudaEventDestroy(fusion_.done);
       (void)cudaEventDestroy(scratch_.done);
+      for (cudaEvent_t e : requests_.drain()) (void)cudaEventDestroy(e);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "gj collectives: NCCL backend teardown: %s\n", e.what());
     }
@@ -280,6 +287,52 @@ class NcclBackend final : public Backend {
     comm_.abort();
   }
 
+  // Device requests. Outside a capture only: an event recorded during capture marks a node of
+  // the graph, and querying it from the host says nothing about any replay.
+  bool has_completions() const override { return true; }
+
+  void check_completion_stream(void* stream_v) override {
+    DeviceScope scope(device_);
+    if (capturing(static_cast<cudaStream_t>(stream_v))) {
+      throw Error(gjInvalidUsage, "a nonblocking operation on device buffers cannot be issued during CUDA graph "
+                                  "capture (its request would complete with the capture, not with a replay); "
+                                  "capture the blocking call and synchronize on the graph launch's stream");
+    }
+  }
+
+  void* record_completion(void* stream_v) override {
+    check_completion_stream(stream_v);
+    const auto lock = comm_.guard();
+    comm_.ensure_usable(kRequest);
+    DeviceScope scope(device_);
+    cudaEvent_t e = nullptr;
+    if (!requests_.take(&e)) {
+      e = make_event();
+      requests_.created();
+    }
+    const cudaError_t r = cudaEventRecord(e, static_cast<cudaStream_t>(stream_v));
+    if (r != cudaSuccess) {
+      give_back(e);
+      check(r, "cudaEventRecord(device request)");
+    }
+    return e;
+  }
+
+  bool completion_done(void* handle) override {
+    const auto lock = comm_.guard();
+    return comm_.done(static_cast<cudaEvent_t>(handle), kRequest);
+  }
+
+  void completion_wait(void* handle) override {
+    const auto lock = comm_.guard();
+    comm_.wait(static_cast<cudaEvent_t>(handle), kRequest);
+  }
+
+  void completion_release(void* handle) noexcept override {
+    const auto lock = comm_.guard();
+    give_back(static_cast<cudaEvent_t>(handle));
+  }
+
  private:
   // Every rank must find NCCL and a device before any of them enters ncclCommInitRank, or the
   // ranks that did would wait there for the ones that did not.
@@ -417,8 +470,18 @@ class NcclBackend final : public Backend {
     b.stream_set = true;
   }
 
+  static constexpr const char* kRequest = "a nonblocking device operation (the work enqueued on its stream)";
+  // Enough for every tensor of a large model in flight at once; beyond it events are destroyed.
+  static constexpr std::size_t kSpareRequestEvents = 4096;
+
+  // Caller holds comm_.guard().
+  void give_back(cudaEvent_t e) noexcept {
+    if (!requests_.give_back(e)) (void)cudaEventDestroy(e);
+  }
+
   int device_;
   nccl::Comm comm_;
+  nccl::HandlePool<cudaEvent_t> requests_{kSpareRequestEvents};
   DeviceBuffer fusion_;
   DeviceBuffer scratch_;
 };

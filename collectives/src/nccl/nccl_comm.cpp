@@ -134,15 +134,19 @@ void Comm::complete(ncclResult_t result, const std::string& what) {
   if (result != ncclSuccess) fail(result, what);
 }
 
-void Comm::wait(cudaEvent_t event, const std::string& what) {
+bool Comm::done(cudaEvent_t event, const std::string& what) {
   ensure_usable(what);
+  const cudaError_t e = cudaEventQuery(event);
+  if (e == cudaSuccess) return true;
+  if (e != cudaErrorNotReady) cuda::throw_cuda_error(e, "cudaEventQuery(waiting for " + what + ")");
+  const ncclResult_t state = async_state();
+  if (state != ncclSuccess && state != ncclInProgress) fail(state, what);
+  return false;
+}
+
+void Comm::wait(cudaEvent_t event, const std::string& what) {
   Poller poll(timeout_ms_);
-  for (;;) {
-    const cudaError_t e = cudaEventQuery(event);
-    if (e == cudaSuccess) return;
-    if (e != cudaErrorNotReady) cuda::throw_cuda_error(e, "cudaEventQuery(waiting for " + what + ")");
-    const ncclResult_t state = async_state();
-    if (state != ncclSuccess && state != ncclInProgress) fail(state, what);
+  while (!done(event, what)) {
     if (poll.expired()) time_out(what);
     poll.pause();
   }
