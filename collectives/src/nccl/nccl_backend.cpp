@@ -260,25 +260,27 @@ class NcclBackend final : public Backend {
     return owned(fusion_, bytes, nullptr, "fusion buffer");
   }
 
-  void pack(void* dst, const void* const* srcs, const std::size_t* bytes, int n, void* stream_v) override {
+  void pack(void* dst, const void* const* srcs, const std::size_t* bytes, const std::size_t* offsets, int n,
+            void* stream_v) override {
     const auto lock = comm_.guard();
     comm_.ensure_usable("pack");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
     const bool fused = fusion_.contains(dst);
     if (fused) order_use(fusion_, stream);
-    cuda::pack(dst, srcs, bytes, n, stream);
+    cuda::pack(dst, srcs, bytes, offsets, n, stream);
     if (fused) record_use(fusion_, stream);
   }
 
-  void unpack(void* const* dsts, const void* src, const std::size_t* bytes, int n, void* stream_v) override {
+  void unpack(void* const* dsts, const void* src, const std::size_t* bytes, const std::size_t* offsets, int n,
+              void* stream_v) override {
     const auto lock = comm_.guard();
     comm_.ensure_usable("unpack");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
     const bool fused = fusion_.contains(src);
     if (fused) order_use(fusion_, stream);
-    cuda::unpack(dsts, src, bytes, n, stream);
+    cuda::unpack(dsts, src, bytes, offsets, n, stream);
     if (fused) record_use(fusion_, stream);
   }
 
