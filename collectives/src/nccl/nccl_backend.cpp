@@ -22,7 +22,9 @@
 #include "../cuda/check.h"
 #include "../cuda/device.h"
 #include "../cuda/elementwise.h"
+#include "../dtype.h"
 #include "../error.h"
+#include "../mpi/mpi_check.h"
 #include "handle_pool.h"
 #include "nccl_buffer.h"
 #include "nccl_comm.h"
@@ -185,7 +187,7 @@ class NcclBackend final : public Backend {
     on_my_device(recv, "recvbuff");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
-    const std::size_t esize = nccl::element_bytes(dtype);
+    const std::size_t esize = dtype_size(dtype);
     if (plan.equal) {
       const nccl::Movement m = nccl::to_movement(dtype, plan.count);
       comm_.complete_lazy(ncclAllGather(send, recv, m.count, m.dtype, comm_.get(), stream),
@@ -222,7 +224,7 @@ class NcclBackend final : public Backend {
     on_my_device(recv, "recvbuff");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
-    const std::size_t esize = nccl::element_bytes(dtype);
+    const std::size_t esize = dtype_size(dtype);
     const std::size_t mine = counts[comm_.rank()];
     // Pre-scaling needs a copy of the whole input (send is const, recv holds one slice).
     const void* input = send;
@@ -349,8 +351,7 @@ class NcclBackend final : public Backend {
       local_error = e.what();
     }
     int all_ok = 0;
-    const int rc = MPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
-    if (rc != MPI_SUCCESS) throw Error(gjMpiError, "MPI_Allreduce(device check before NCCL init) failed");
+    mpi_check(MPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce(device check before NCCL init)");
     if (!local_ok) throw Error(gjUnsupported, local_error);
     if (!all_ok) {
       throw Error(gjUnsupported, "make_nccl_backend: another rank has no usable NCCL or CUDA device, so no "
