@@ -119,6 +119,7 @@ void issue(gjComm* c, const Target& t, gj::Work w, Body&& body, gjRequest_t* req
                                    ": nonblocking operations on device buffers need completion events, which this "
                                    "build's device backend does not record; use the blocking call (stream-ordered)");
   }
+  t.backend->check_completion_stream(stream);
   c->queue->run_blocking(w, body);
   *request = gj::requests::make_device(c, *t.backend, t.backend->record_completion(stream));
 }

@@ -30,11 +30,13 @@ class Backend {
   // Fusion support for grouped allreduce (the grouping logic itself is backend independent).
   // A buffer in this backend's memory (host or device), owned by the backend, at least bytes long.
   virtual void* fusion_buffer(std::size_t bytes) = 0;
-  // Copies n pieces into/out of a contiguous buffer in order (device: one kernel launch).
-  virtual void pack(void* dst, const void* const* srcs, const std::size_t* bytes, int n,
-                    void* stream) = 0;
-  virtual void unpack(void* const* dsts, const void* src, const std::size_t* bytes, int n,
-                      void* stream) = 0;
+  // Copies n pieces into/out of one buffer, piece i (bytes[i] long) at offsets[i], offsets
+  // ascending and pieces not overlapping (device: one kernel launch). pack leaves the gaps
+  // between pieces holding values that are safe to reduce (host: zeros).
+  virtual void pack(void* dst, const void* const* srcs, const std::size_t* bytes,
+                    const std::size_t* offsets, int n, void* stream) = 0;
+  virtual void unpack(void* const* dsts, const void* src, const std::size_t* bytes,
+                      const std::size_t* offsets, int n, void* stream) = 0;
 
   // A backend whose per-call cost is so low that packing
   // costs more than fusion saves (the shared-memory path) reduces the tensors one by one here,
@@ -69,6 +71,9 @@ class Backend {
   // Whether record_completion works: checked before a nonblocking device call runs, so an
   // unsupported one is refused without side effects.
   virtual bool has_completions() const { return kind() != gjBackendNccl; }
+  // Throws gj::Error where no completion can be recorded on this stream now (gjInvalidUsage
+  // during a CUDA graph capture); checked before the call's work is enqueued.
+  virtual void check_completion_stream(void* /*stream*/) {}
   virtual void* record_completion(void* /*stream*/) {
     if (kind() == gjBackendNccl) unsupported("nonblocking device operations (completion events)");
     return nullptr;

@@ -18,7 +18,29 @@ int sole_nonempty(const std::vector<std::size_t>& bytes, const FusionGroup& g) {
   return found;
 }
 
+// Whether a tensor of `bytes` bytes still fits a group whose fused contents end at `end`.
+bool fits(std::size_t end, std::size_t bytes, std::size_t threshold) {
+  if (bytes == 0) return true;
+  const std::size_t at = fused_offset(end, bytes);
+  return threshold > 0 && at <= threshold && bytes <= threshold - at;
+}
+
 }  // namespace
+
+std::size_t fused_offset(std::size_t end, std::size_t bytes) {
+  if (bytes == 0) return end;
+  return (end + kFusionAlign - 1) / kFusionAlign * kFusionAlign;
+}
+
+std::vector<std::size_t> fusion_offsets(const std::size_t* bytes, const FusionGroup& g) {
+  std::vector<std::size_t> offsets;
+  std::size_t end = 0;
+  for (int i = g.first; i < g.first + g.n; ++i) {
+    offsets.push_back(fused_offset(end, bytes[i]));
+    end = offsets.back() + bytes[i];
+  }
+  return offsets;
+}
 
 std::vector<FusionGroup> plan_fusion(const std::size_t* bytes, int ntensors, std::size_t threshold) {
   std::vector<FusionGroup> groups;
@@ -26,14 +48,13 @@ std::vector<FusionGroup> plan_fusion(const std::size_t* bytes, int ntensors, std
   for (int i = 0; i < ntensors; ++i) {
     // Empty tensors need no collective: they ride along in an open group, never start one.
     if (bytes[i] == 0 && open.n == 0) continue;
-    const bool fits = bytes[i] == 0 || (threshold > 0 && bytes[i] <= threshold - open.bytes);
-    if (!fits && open.n > 0) {
+    if (open.n > 0 && !fits(open.bytes, bytes[i], threshold)) {
       groups.push_back(open);
       open = FusionGroup{i, 0, 0};
     }
     if (open.n == 0) open.first = i;
     ++open.n;
-    open.bytes += bytes[i];
+    open.bytes = fused_offset(open.bytes, bytes[i]) + bytes[i];
     if (bytes[i] > threshold) {  // alone: close it right away
       groups.push_back(open);
       open = FusionGroup{i + 1, 0, 0};
@@ -65,9 +86,10 @@ void grouped_allreduce(Backend& backend, const void* const* sendbuffs, void* con
       backend.allreduce_scaled(sendbuffs[only], recvbuffs[only], counts[only], dtype, op, scale, stream);
       continue;
     }
-    backend.pack(fusion, sendbuffs + g.first, bytes.data() + g.first, g.n, stream);
+    const std::vector<std::size_t> offsets = fusion_offsets(bytes.data(), g);
+    backend.pack(fusion, sendbuffs + g.first, bytes.data() + g.first, offsets.data(), g.n, stream);
     backend.allreduce_scaled(fusion, fusion, g.bytes / elem, dtype, op, scale, stream);
-    backend.unpack(recvbuffs + g.first, fusion, bytes.data() + g.first, g.n, stream);
+    backend.unpack(recvbuffs + g.first, fusion, bytes.data() + g.first, offsets.data(), g.n, stream);
   }
 }
 

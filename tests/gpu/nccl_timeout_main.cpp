@@ -41,7 +41,8 @@ int stall_and_time_out(gj::Backend& backend, cudaStream_t stream) {
     void* fusion = backend.fusion_buffer(1024);
     const void* srcs[] = {buf.get()};
     const std::size_t bytes[] = {1024};
-    backend.pack(fusion, srcs, bytes, 1, stream);  // queued behind the stalled allreduce
+    const std::size_t offsets[] = {0};
+    backend.pack(fusion, srcs, bytes, offsets, 1, stream);  // queued behind the stalled allreduce
     backend.fusion_buffer(std::size_t{1} << 20);   // growing must wait for that pack
   } catch (const gj::Error& e) {
     code = e.code();

@@ -102,6 +102,49 @@ TEST_CASE("pack/unpack copy every piece exactly, at every alignment") {
   for (const auto& sizes : cases) check_pack_unpack(sizes, src_skew, dst_skew);
 }
 
+TEST_CASE("pack/unpack at 16-byte fused offsets (odd-length f16 tensors): pieces exact, gaps untouched") {
+  const std::size_t chunk = gj::cuda::kChunkBytes;
+  const std::vector<std::size_t> sizes = {6, 4, 2, 0, 10, 2002, chunk + 2, 3};
+  std::vector<std::size_t> at;  // grouped.h's fused_offset: the next 16-byte boundary
+  std::size_t end = 0;
+  for (std::size_t s : sizes) {
+    at.push_back(s == 0 ? end : (end + 15) / 16 * 16);
+    end = at.back() + s;
+  }
+  std::vector<std::size_t> src_at;
+  std::size_t arena = 0;
+  for (std::size_t s : sizes) {
+    src_at.push_back(arena);
+    arena += (s + 15) / 16 * 16 + 16;
+  }
+  const auto source = random_bytes(arena, 7);
+  DeviceBuffer src(arena), packed(end), out(arena);
+  src.upload(source.data(), arena);
+  cuda_ok(cudaMemset(packed.get(), 0xab, end), "cudaMemset");
+  cuda_ok(cudaMemset(out.get(), 0, arena), "cudaMemset");
+  std::vector<const void*> srcs;
+  std::vector<void*> dsts;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    srcs.push_back(src.get<char>(src_at[i]));
+    dsts.push_back(out.get<char>(src_at[i]));
+  }
+  const int n = static_cast<int>(sizes.size());
+  gj::cuda::pack(packed.get(), srcs.data(), sizes.data(), at.data(), n, nullptr);
+  gj::cuda::unpack(dsts.data(), packed.get(), sizes.data(), at.data(), n, nullptr);
+  cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  std::vector<unsigned char> want(end, 0xab);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::memcpy(want.data() + at[i], source.data() + src_at[i], sizes[i]);
+  }
+  CHECK(first_difference(packed.download(end), want) == -1);
+  const auto unpacked = out.download(arena);
+  bool ok = true;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    ok &= std::memcmp(unpacked.data() + src_at[i], source.data() + src_at[i], sizes[i]) == 0;
+  }
+  CHECK(ok);
+}
+
 TEST_CASE("pack/unpack with more pieces than one launch table holds") {
   std::vector<std::size_t> sizes;
   const int n = GENERATE(gj::cuda::kSmallTableCapacity, gj::cuda::kSmallTableCapacity + 1,

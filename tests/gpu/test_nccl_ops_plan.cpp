@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "dtype.h"
 #include "error.h"
 #include "nccl/nccl_buffer.h"
 #include "nccl/nccl_plan.h"
@@ -74,12 +75,12 @@ TEST_CASE("to_movement: every dtype moves bit for bit") {
     const Movement m = to_movement(r.dtype, 10);
     CHECK(m.dtype == r.nccl);
     CHECK(m.count == r.count);
-    CHECK(element_bytes(r.dtype) == r.bytes);
+    CHECK(gj::dtype_size(r.dtype) == r.bytes);
     // The bytes NCCL moves are the bytes of the elements.
-    CHECK(m.count * element_bytes(gjUint8) * (r.nccl == ncclUint8 || r.nccl == ncclInt8 ? 1 : r.bytes) ==
+    CHECK(m.count * gj::dtype_size(gjUint8) * (r.nccl == ncclUint8 || r.nccl == ncclInt8 ? 1 : r.bytes) ==
           10 * r.bytes);
   }
-  CHECK(element_bytes(gjNumDataTypes) == 0);
+  CHECK(gj::dtype_size(gjNumDataTypes) == 0);
   CHECK_THROWS_AS(to_movement(gjNumDataTypes, 1), gj::Error);
 }
 

@@ -44,8 +44,13 @@ std::vector<CopyLaunch> plan_copy_launches(const CopyPiece* pieces, std::size_t 
 // Throws gj::Error(gjCudaError) naming the launch when the runtime reports an error.
 void batched_copy(const CopyPiece* pieces, std::size_t n, void* stream);
 
-// The Backend's fusion pack/unpack: piece i is bytes[i] long at offset sum(bytes[0..i)) in the
-// contiguous buffer.
+// The Backend's fusion pack/unpack: piece i is bytes[i] long at offsets[i] in the fused buffer
+// (the gaps between pieces are left as they are: their reduced values are never read).
+void pack(void* dst, const void* const* srcs, const std::size_t* bytes, const std::size_t* offsets, int n,
+          void* stream);
+void unpack(void* const* dsts, const void* src, const std::size_t* bytes, const std::size_t* offsets, int n,
+            void* stream);
+// The same with the pieces back to back: piece i at sum(bytes[0..i)).
 void pack(void* dst, const void* const* srcs, const std::size_t* bytes, int n, void* stream);
 void unpack(void* const* dsts, const void* src, const std::size_t* bytes, int n, void* stream);
 

@@ -19,24 +19,40 @@ std::vector<CopyLaunch> plan_copy_launches(const CopyPiece* pieces, std::size_t 
   return launches;
 }
 
-void pack(void* dst, const void* const* srcs, const std::size_t* bytes, int n, void* stream) {
+void pack(void* dst, const void* const* srcs, const std::size_t* bytes, const std::size_t* offsets, int n,
+          void* stream) {
   std::vector<CopyPiece> pieces(static_cast<std::size_t>(n));
   auto* out = static_cast<char*>(dst);
-  for (int i = 0; i < n; ++i) {
-    pieces[static_cast<std::size_t>(i)] = CopyPiece{srcs[i], out, bytes[i]};
-    out += bytes[i];
-  }
+  for (int i = 0; i < n; ++i) pieces[static_cast<std::size_t>(i)] = CopyPiece{srcs[i], out + offsets[i], bytes[i]};
   batched_copy(pieces.data(), pieces.size(), stream);
 }
 
-void unpack(void* const* dsts, const void* src, const std::size_t* bytes, int n, void* stream) {
+void unpack(void* const* dsts, const void* src, const std::size_t* bytes, const std::size_t* offsets, int n,
+            void* stream) {
   std::vector<CopyPiece> pieces(static_cast<std::size_t>(n));
   const auto* in = static_cast<const char*>(src);
-  for (int i = 0; i < n; ++i) {
-    pieces[static_cast<std::size_t>(i)] = CopyPiece{in, dsts[i], bytes[i]};
-    in += bytes[i];
-  }
+  for (int i = 0; i < n; ++i) pieces[static_cast<std::size_t>(i)] = CopyPiece{in + offsets[i], dsts[i], bytes[i]};
   batched_copy(pieces.data(), pieces.size(), stream);
+}
+
+namespace {
+std::vector<std::size_t> back_to_back(const std::size_t* bytes, int n) {
+  std::vector<std::size_t> offsets(static_cast<std::size_t>(n));
+  std::size_t at = 0;
+  for (int i = 0; i < n; ++i) {
+    offsets[static_cast<std::size_t>(i)] = at;
+    at += bytes[i];
+  }
+  return offsets;
+}
+}  // namespace
+
+void pack(void* dst, const void* const* srcs, const std::size_t* bytes, int n, void* stream) {
+  pack(dst, srcs, bytes, back_to_back(bytes, n).data(), n, stream);
+}
+
+void unpack(void* const* dsts, const void* src, const std::size_t* bytes, int n, void* stream) {
+  unpack(dsts, src, bytes, back_to_back(bytes, n).data(), n, stream);
 }
 
 }  // namespace gj::cuda

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -188,19 +189,23 @@ class HostBackend final : public Backend {
     return fusion_.get();
   }
 
-  void pack(void* dst, const void* const* srcs, const std::size_t* bytes, int n, void* /*stream*/) override {
+  void pack(void* dst, const void* const* srcs, const std::size_t* bytes, const std::size_t* offsets, int n,
+            void* /*stream*/) override {
     auto* out = static_cast<unsigned char*>(dst);
+    std::size_t end = 0;
     for (int i = 0; i < n; ++i) {
-      if (bytes[i] > 0) host::copy(out, srcs[i], bytes[i]);  // not memcpy: see host::copy
-      out += bytes[i];
+      // Zeros in the alignment gaps: reducing indeterminate bytes as integers could overflow.
+      if (offsets[i] > end) std::memset(out + end, 0, offsets[i] - end);
+      if (bytes[i] > 0) host::copy(out + offsets[i], srcs[i], bytes[i]);  // not memcpy: see host::copy
+      end = offsets[i] + bytes[i];
     }
   }
 
-  void unpack(void* const* dsts, const void* src, const std::size_t* bytes, int n, void* /*stream*/) override {
+  void unpack(void* const* dsts, const void* src, const std::size_t* bytes, const std::size_t* offsets, int n,
+              void* /*stream*/) override {
     const auto* in = static_cast<const unsigned char*>(src);
     for (int i = 0; i < n; ++i) {
-      if (bytes[i] > 0) host::copy(dsts[i], in, bytes[i]);
-      in += bytes[i];
+      if (bytes[i] > 0) host::copy(dsts[i], in + offsets[i], bytes[i]);
     }
   }
 

@@ -3,8 +3,13 @@
 // Nothing here waits for the GPU on the normal path. The backend waits (polling NCCL's
 // asynchronous error state, bounded by GJ_COLL_TIMEOUT_MS) only where it must: before freeing
 // a buffer it owns that is being replaced by a larger one, and at destruction
-// (ncclCommFinalize) for the NCCL operations it enqueued. Reuse of an owned buffer from another
-// stream is ordered on the device with an event.
+// (ncclCommFinalize) for the NCCL operations it enqueued, and in gjWait on a device request.
+// Reuse of an owned buffer from another stream is ordered on the device with an event.
+//
+// Device requests (gjI* on device buffers): the call's work is enqueued as by the blocking call,
+// then an event (from a pool) is recorded on the same stream; the request is that event.
+// gjTest queries it, gjWait polls it bounded by GJ_COLL_TIMEOUT_MS (a stalled peer gives
+// gjTimeout and aborts the communicator), and either returns the event to the pool.
 #include "nccl_backend.h"
 
 #include <cuda_runtime_api.h>
@@ -17,7 +22,10 @@
 #include "../cuda/check.h"
 #include "../cuda/device.h"
 #include "../cuda/elementwise.h"
+#include "../dtype.h"
 #include "../error.h"
+#include "../mpi/mpi_check.h"
+#include "handle_pool.h"
 #include "nccl_buffer.h"
 #include "nccl_comm.h"
 #include "nccl_loader.h"
@@ -132,6 +140,7 @@ class NcclBackend final : public Backend {
       }
       (void)cudaEventDestroy(fusion_.done);
       (void)cudaEventDestroy(scratch_.done);
+      for (cudaEvent_t e : requests_.drain()) (void)cudaEventDestroy(e);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "gj collectives: NCCL backend teardown: %s\n", e.what());
     }
@@ -178,7 +187,7 @@ class NcclBackend final : public Backend {
     on_my_device(recv, "recvbuff");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
-    const std::size_t esize = nccl::element_bytes(dtype);
+    const std::size_t esize = dtype_size(dtype);
     if (plan.equal) {
       const nccl::Movement m = nccl::to_movement(dtype, plan.count);
       comm_.complete_lazy(ncclAllGather(send, recv, m.count, m.dtype, comm_.get(), stream),
@@ -215,7 +224,7 @@ class NcclBackend final : public Backend {
     on_my_device(recv, "recvbuff");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
-    const std::size_t esize = nccl::element_bytes(dtype);
+    const std::size_t esize = dtype_size(dtype);
     const std::size_t mine = counts[comm_.rank()];
     // Pre-scaling needs a copy of the whole input (send is const, recv holds one slice).
     const void* input = send;
@@ -253,31 +262,79 @@ class NcclBackend final : public Backend {
     return owned(fusion_, bytes, nullptr, "fusion buffer");
   }
 
-  void pack(void* dst, const void* const* srcs, const std::size_t* bytes, int n, void* stream_v) override {
+  void pack(void* dst, const void* const* srcs, const std::size_t* bytes, const std::size_t* offsets, int n,
+            void* stream_v) override {
     const auto lock = comm_.guard();
     comm_.ensure_usable("pack");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
     const bool fused = fusion_.contains(dst);
     if (fused) order_use(fusion_, stream);
-    cuda::pack(dst, srcs, bytes, n, stream);
+    cuda::pack(dst, srcs, bytes, offsets, n, stream);
     if (fused) record_use(fusion_, stream);
   }
 
-  void unpack(void* const* dsts, const void* src, const std::size_t* bytes, int n, void* stream_v) override {
+  void unpack(void* const* dsts, const void* src, const std::size_t* bytes, const std::size_t* offsets, int n,
+              void* stream_v) override {
     const auto lock = comm_.guard();
     comm_.ensure_usable("unpack");
     DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
     const bool fused = fusion_.contains(src);
     if (fused) order_use(fusion_, stream);
-    cuda::unpack(dsts, src, bytes, n, stream);
+    cuda::unpack(dsts, src, bytes, offsets, n, stream);
     if (fused) record_use(fusion_, stream);
   }
 
   void abort() noexcept override {
     const auto lock = comm_.guard();
     comm_.abort();
+  }
+
+  // Device requests. Outside a capture only: an event recorded during capture marks a node of
+  // the graph, and querying it from the host says nothing about any replay.
+  bool has_completions() const override { return true; }
+
+  void check_completion_stream(void* stream_v) override {
+    DeviceScope scope(device_);
+    if (capturing(static_cast<cudaStream_t>(stream_v))) {
+      throw Error(gjInvalidUsage, "a nonblocking operation on device buffers cannot be issued during CUDA graph "
+                                  "capture (its request would complete with the capture, not with a replay); "
+                                  "capture the blocking call and synchronize on the graph launch's stream");
+    }
+  }
+
+  void* record_completion(void* stream_v) override {
+    check_completion_stream(stream_v);
+    const auto lock = comm_.guard();
+    comm_.ensure_usable(kRequest);
+    DeviceScope scope(device_);
+    cudaEvent_t e = nullptr;
+    if (!requests_.take(&e)) {
+      e = make_event();
+      requests_.created();
+    }
+    const cudaError_t r = cudaEventRecord(e, static_cast<cudaStream_t>(stream_v));
+    if (r != cudaSuccess) {
+      give_back(e);
+      check(r, "cudaEventRecord(device request)");
+    }
+    return e;
+  }
+
+  bool completion_done(void* handle) override {
+    const auto lock = comm_.guard();
+    return comm_.done(static_cast<cudaEvent_t>(handle), kRequest);
+  }
+
+  void completion_wait(void* handle) override {
+    const auto lock = comm_.guard();
+    comm_.wait(static_cast<cudaEvent_t>(handle), kRequest);
+  }
+
+  void completion_release(void* handle) noexcept override {
+    const auto lock = comm_.guard();
+    give_back(static_cast<cudaEvent_t>(handle));
   }
 
  private:
@@ -294,8 +351,7 @@ class NcclBackend final : public Backend {
       local_error = e.what();
     }
     int all_ok = 0;
-    const int rc = MPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
-    if (rc != MPI_SUCCESS) throw Error(gjMpiError, "MPI_Allreduce(device check before NCCL init) failed");
+    mpi_check(MPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce(device check before NCCL init)");
     if (!local_ok) throw Error(gjUnsupported, local_error);
     if (!all_ok) {
       throw Error(gjUnsupported, "make_nccl_backend: another rank has no usable NCCL or CUDA device, so no "
@@ -417,8 +473,18 @@ class NcclBackend final : public Backend {
     b.stream_set = true;
   }
 
+  static constexpr const char* kRequest = "a nonblocking device operation (the work enqueued on its stream)";
+  // Enough for every tensor of a large model in flight at once; beyond it events are destroyed.
+  static constexpr std::size_t kSpareRequestEvents = 4096;
+
+  // Caller holds comm_.guard().
+  void give_back(cudaEvent_t e) noexcept {
+    if (!requests_.give_back(e)) (void)cudaEventDestroy(e);
+  }
+
   int device_;
   nccl::Comm comm_;
+  nccl::HandlePool<cudaEvent_t> requests_{kSpareRequestEvents};
   DeviceBuffer fusion_;
   DeviceBuffer scratch_;
 };

@@ -6,6 +6,7 @@
 
 #include "../cuda/check.h"
 #include "../error.h"
+#include "../mpi/mpi_check.h"
 #include "nccl_plan.h"
 #include "nccl_watchdog.h"
 
@@ -36,22 +37,11 @@ class Poller {
   long spins_ = 0;
 };
 
-std::string mpi_error(int code) {
-  char buf[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(code, buf, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
-  return std::string(buf, static_cast<std::size_t>(len));
-}
-
-void check_mpi(int code, const char* call) {
-  if (code != MPI_SUCCESS) throw Error(gjMpiError, std::string(call) + ": " + mpi_error(code));
-}
-
 }  // namespace
 
 Comm::Comm(MPI_Comm mpi_comm, long timeout_ms) : timeout_ms_(timeout_ms) {
-  check_mpi(MPI_Comm_rank(mpi_comm, &rank_), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(mpi_comm, &size_), "MPI_Comm_size");
+  mpi_check(MPI_Comm_rank(mpi_comm, &rank_), "MPI_Comm_rank");
+  mpi_check(MPI_Comm_size(mpi_comm, &size_), "MPI_Comm_size");
 
   // Rank 0's result travels with the id, so a failure there cannot leave the others waiting.
   struct {
@@ -59,7 +49,7 @@ Comm::Comm(MPI_Comm mpi_comm, long timeout_ms) : timeout_ms_(timeout_ms) {
     ncclUniqueId id;
   } msg{};
   if (rank_ == 0) msg.result = ncclGetUniqueId(&msg.id);
-  check_mpi(MPI_Bcast(&msg, sizeof msg, MPI_BYTE, 0, mpi_comm), "MPI_Bcast(ncclUniqueId)");
+  mpi_check(MPI_Bcast(&msg, sizeof msg, MPI_BYTE, 0, mpi_comm), "MPI_Bcast(ncclUniqueId)");
   if (msg.result != ncclSuccess) {
     const auto r = static_cast<ncclResult_t>(msg.result);
     throw Error(gjNcclError, std::string(rank_ == 0 ? "" : "on rank 0: ") + "ncclGetUniqueId: " +
@@ -134,15 +124,19 @@ void Comm::complete(ncclResult_t result, const std::string& what) {
   if (result != ncclSuccess) fail(result, what);
 }
 
-void Comm::wait(cudaEvent_t event, const std::string& what) {
+bool Comm::done(cudaEvent_t event, const std::string& what) {
   ensure_usable(what);
+  const cudaError_t e = cudaEventQuery(event);
+  if (e == cudaSuccess) return true;
+  if (e != cudaErrorNotReady) cuda::throw_cuda_error(e, "cudaEventQuery(waiting for " + what + ")");
+  const ncclResult_t state = async_state();
+  if (state != ncclSuccess && state != ncclInProgress) fail(state, what);
+  return false;
+}
+
+void Comm::wait(cudaEvent_t event, const std::string& what) {
   Poller poll(timeout_ms_);
-  for (;;) {
-    const cudaError_t e = cudaEventQuery(event);
-    if (e == cudaSuccess) return;
-    if (e != cudaErrorNotReady) cuda::throw_cuda_error(e, "cudaEventQuery(waiting for " + what + ")");
-    const ncclResult_t state = async_state();
-    if (state != ncclSuccess && state != ncclInProgress) fail(state, what);
+  while (!done(event, what)) {
     if (poll.expired()) time_out(what);
     poll.pause();
   }

@@ -57,6 +57,9 @@ class Comm {
     if (result == ncclSuccess && comm_ != nullptr && async_state() == ncclSuccess) return;
     complete(result, describe());
   }
+  // Whether event has completed, without blocking; throws as wait() on an asynchronous error
+  // or once the communicator was aborted (the work behind event may then be cut short).
+  bool done(cudaEvent_t event, const std::string& what);
   // Waits until event has completed, polling the asynchronous error state and the timeout.
   void wait(cudaEvent_t event, const std::string& what);
   // ncclCommFinalize, polled until every enqueued NCCL operation has completed (bounded by the

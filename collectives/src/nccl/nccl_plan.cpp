@@ -46,16 +46,6 @@ Movement to_movement(gjDataType_t dtype, std::size_t count) {
   }
 }
 
-std::size_t element_bytes(gjDataType_t dtype) {
-  switch (dtype) {
-    case gjFloat32: case gjInt32: return 4;
-    case gjFloat64: case gjInt64: return 8;
-    case gjFloat16: case gjBfloat16: case gjInt16: return 2;
-    case gjUint8: case gjInt8: case gjBool: case gjByte: return 1;
-    default: return 0;
-  }
-}
-
 PerRankPlan plan_per_rank(const std::size_t* counts, int nranks) {
   if (nranks < 1) throw Error(gjInternalError, "plan_per_rank: nranks=" + std::to_string(nranks));
   PerRankPlan p;
@@ -88,10 +78,6 @@ Verdict judge(ncclResult_t async_state, long oldest_pending_ms, long timeout_ms)
   return Verdict::Healthy;
 }
 
-bool is_floating(gjDataType_t dtype) {
-  return dtype == gjFloat32 || dtype == gjFloat64 || dtype == gjFloat16 || dtype == gjBfloat16;
-}
-
 AllreducePlan plan_allreduce(gjDataType_t dtype, gjRedOp_t op, int nranks) {
   if (nranks < 1) throw Error(gjInternalError, "plan_allreduce: nranks=" + std::to_string(nranks));
   AllreducePlan p{to_nccl(dtype), ncclSum};
@@ -112,17 +98,6 @@ AllreducePlan plan_allreduce(gjDataType_t dtype, gjRedOp_t op, int nranks) {
     default: break;
   }
   throw Error(gjInvalidArgument, "NCCL backend: op=" + std::to_string(op) + " is not a gjRedOp_t");
-}
-
-const char* op_name(gjRedOp_t op) {
-  switch (op) {
-    case gjSum: return "sum";
-    case gjAvg: return "avg";
-    case gjMin: return "min";
-    case gjMax: return "max";
-    case gjProd: return "prod";
-    default: return "?";
-  }
 }
 
 std::string describe(const Operation& op) {

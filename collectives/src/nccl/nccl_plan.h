@@ -48,8 +48,6 @@ struct Movement {
   std::size_t count;
 };
 Movement to_movement(gjDataType_t dtype, std::size_t count);
-// Bytes per element of any dtype (the header's gjDataTypeSize), 0 for an invalid one.
-std::size_t element_bytes(gjDataType_t dtype);
 
 // Per-rank counts (allgatherv, reduce-scatter): equal counts take NCCL's one-call collective
 // (ncclAllGather / ncclReduceScatter); otherwise one rooted call per rank with a non-zero count,
@@ -66,9 +64,6 @@ struct PerRankPlan {
   std::vector<Slice> slices; // !equal: the non-empty slices in rank order
 };
 PerRankPlan plan_per_rank(const std::size_t* counts, int nranks);
-
-bool is_floating(gjDataType_t dtype);
-const char* op_name(gjRedOp_t op);
 
 // A failed NCCL call aborts the communicator unless the failure is the call's own: an invalid
 // argument or usage that NCCL rejected before enqueuing anything, with the communicator's
