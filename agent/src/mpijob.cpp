@@ -18,21 +18,6 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
-std::vector<std::string> words(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ' ' || c == '\t') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 [[noreturn]] void bad_line(const std::string& origin, std::size_t line, const std::string& text, const std::string& why) {
   throw AgentError{exit_code::kBadEnvironment, origin + " line " + std::to_string(line) + " " + quoted_value(text) + ": " +
                                                    why + "; expected `host slots=N` (Open MPI) or `host:N` (MPICH, Intel MPI)"};
@@ -87,7 +72,7 @@ std::vector<HostSlots> parse_mpijob_hostfile(const std::string& origin, const st
     if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
     line = trim(line);
     if (line.empty()) continue;
-    const auto w = words(line);
+    const auto w = split_fields(line, " \t");
     std::string host = w[0];
     std::int64_t n = 1;
     if (const auto colon = host.find(':'); colon != std::string::npos) {

@@ -54,21 +54,6 @@ Store choice(T AgentSettings::*field, std::vector<std::pair<const char*, T>> nam
   };
 }
 
-Values split_commas(const std::string& s) {
-  Values out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 void store_mpi(AgentSettings& s, const std::string& label, const Values& v) {
   if (last(v) == "auto") {
     s.mpi.reset();
@@ -230,7 +215,7 @@ AgentSettings resolve_settings(const EnvMap& env, const FlagValues& flags) {
     const auto from_flags = flags.find(row.variable);
     const Values flag_values = from_flags != flags.end() ? from_flags->second : Values{};
     if (row.type == SettingType::List) {
-      values = split_commas(env_text);
+      values = split_fields(env_text, ",");
       for (const auto& v : flag_values)
         if (!v.empty()) values.push_back(v);
     } else {

@@ -133,6 +133,21 @@ bool parse_bool(const std::string& name, const std::string& value) {
   reject(name, value, "is not a boolean", "use 1/0, true/false, yes/no or on/off");
 }
 
+std::vector<std::string> split_fields(const std::string& s, std::string_view separators) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (separators.find(c) != std::string_view::npos) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
 int parse_port(const std::string& name, const std::string& value) {
   const std::int64_t v = parse_count(name, value);
   if (v < 1 || v > 65535) reject(name, value, "is not a TCP port", "use a port between 1 and 65535");

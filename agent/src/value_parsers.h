@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace gj {
 
@@ -20,5 +22,8 @@ bool parse_bool(const std::string& name, const std::string& value);
 
 // TCP port 1..65535.
 int parse_port(const std::string& name, const std::string& value);
+
+// The non-empty fields of s between any of the separator characters ("a,,b" -> {"a", "b"}).
+std::vector<std::string> split_fields(const std::string& s, std::string_view separators);
 
 }  // namespace gj

@@ -75,3 +75,12 @@ TEST_CASE("parse_bool and parse_port", "[values]") {
   test::require_agent_error([] { parse_port("GJ_SSH_PORT", "0"); }, exit_code::kBadEnvironment, "not a TCP port");
   test::require_agent_error([] { parse_port("GJ_SSH_PORT", "70000"); }, exit_code::kBadEnvironment, "not a TCP port");
 }
+
+TEST_CASE("split_fields drops empty fields between any separators", "[values]") {
+  using V = std::vector<std::string>;
+  CHECK(split_fields("a,,b,", ",") == V{"a", "b"});
+  CHECK(split_fields("  h slots=2\tmax=4 ", " \t") == V{"h", "slots=2", "max=4"});
+  CHECK(split_fields("", ",").empty());
+  CHECK(split_fields(",,,", ",").empty());
+  CHECK(split_fields("a b", ",") == V{"a b"});
+}
