@@ -113,7 +113,7 @@ def timed(steppers, steps, warmup):
 
 
 def bench(model_name, args):
-    rank, size = hvd.rank(), hvd.size()
+    rank = hvd.rank()
     base, loss_of = make(model_name, rank, args.batch if model_name == "cnn" else args.rows)
     nparams = sum(p.numel() for p in base.parameters())
     ntensors = len(list(base.parameters()))

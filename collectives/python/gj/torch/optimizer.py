@@ -14,7 +14,6 @@ order, whatever order its hooks fire in and whichever gradients it has:
 """
 
 import contextlib
-import ctypes
 import os
 import threading
 
@@ -270,5 +269,3 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     wrapped.state.update(optimizer.state)
     return wrapped
 
-
-del ctypes
