@@ -12,4 +12,10 @@ done
 for np in 2 4; do
   "${mpi[@]}" -np "$np" "$build/bench/gj_fusion_bench" --type f32
 done
+for np in 2 4; do
+  "${mpi[@]}" -np "$np" "$build/bench/gj_collectives_bench" --types f32,bf16
+done
+for np in 2 4; do
+  "${mpi[@]}" -np "$np" "$build/bench/gj_nonblocking_bench" --type f32
+done
 echo "# done, loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""

@@ -98,23 +98,28 @@ struct Target {
   bool device;
   gj::Backend* backend;
 };
-Target target_of(gjComm* c, const char* call, std::vector<const void*> buffers, std::vector<std::string> names) {
-  std::vector<const char*> n;
-  for (const std::string& s : names) n.push_back(s.c_str());
-  const bool device = buffers_on_device(call, buffers.data(), n.data(), static_cast<int>(buffers.size()));
+Target target_of(gjComm* c, const char* call, const void* const* buffers, const char* const* names, int n) {
+  const bool device = buffers_on_device(call, buffers, names, n);
   return Target{device, &c->backend_for(device, call)};
 }
 
-// Runs w now (request == NULL) or as a request. Host work goes through the communicator's
+// Runs body now (request == NULL) or as a request. Host work goes through the communicator's
 // queue; device work is enqueued on the caller's stream from this thread (stream order),
 // after every earlier host request, and its request completes with an event.
-void issue(gjComm* c, const Target& t, gj::Work w, gjRequest_t* request, void* stream) {
-  if (request == nullptr) return c->queue->run_blocking(w);
+template <class Body>
+void issue(gjComm* c, const Target& t, gj::Work w, Body&& body, gjRequest_t* request, void* stream) {
+  if (request == nullptr) return c->queue->run_blocking(w, body);
   if (!t.device) {
+    w.body = std::forward<Body>(body);
     *request = gj::requests::make_host(c, c->queue->submit(std::move(w)));
     return;
   }
-  c->queue->run_blocking(w);
+  if (!t.backend->has_completions()) {
+    throw Error(gjUnsupported, std::string(w.call) +
+                                   ": nonblocking operations on device buffers need completion events, which this "
+                                   "build's device backend does not record; use the blocking call (stream-ordered)");
+  }
+  c->queue->run_blocking(w, body);
   *request = gj::requests::make_device(c, *t.backend, t.backend->record_completion(stream));
 }
 
@@ -140,7 +145,9 @@ void allreduce(const char* call, gjComm* c, const void* sendbuff, void* recvbuff
   gj::validate::bytes(call, "count", count, dtype);
   gj::validate::buffer(call, "sendbuff", sendbuff, count);
   gj::validate::buffer(call, "recvbuff", recvbuff, count);
-  const Target t = target_of(c, call, {sendbuff, recvbuff}, {"sendbuff", "recvbuff"});
+  const void* buffers[] = {sendbuff, recvbuff};
+  const char* names[] = {"sendbuff", "recvbuff"};
+  const Target t = target_of(c, call, buffers, names, 2);
   gj::Work w;
   w.call = call;
   w.sig = signature(gj::Kind::AllReduce, count, dtype);
@@ -148,13 +155,13 @@ void allreduce(const char* call, gjComm* c, const void* sendbuff, void* recvbuff
   w.sig.scale = gj::hash_scale(scale.pre, scale.post);
   w.check = c->config.check;
   gj::Backend* b = t.backend;
-  w.body = [=] {
+  auto body = [=] {
     if (count > 0) b->allreduce_scaled(sendbuff, recvbuff, count, dtype, op, scale, stream);
   };
   if (!t.device && request != nullptr) {
     w.fuse = gj::Work::Fusible{sendbuff, recvbuff, count, dtype, op, scale, c->fusion_threshold};
   }
-  issue(c, t, std::move(w), request, stream);
+  issue(c, t, std::move(w), std::move(body), request, stream);
 }
 
 void grouped(const char* call, gjComm* c, const void* const* sendbuffs, void* const* recvbuffs,
@@ -179,7 +186,9 @@ void grouped(const char* call, gjComm* c, const void* const* sendbuffs, void* co
     names.push_back("sendbuffs[" + std::to_string(i) + "]");
     names.push_back("recvbuffs[" + std::to_string(i) + "]");
   }
-  const Target t = target_of(c, call, std::move(buffers), std::move(names));
+  std::vector<const char*> name_ptrs;
+  for (const std::string& nm : names) name_ptrs.push_back(nm.c_str());
+  const Target t = target_of(c, call, buffers.data(), name_ptrs.data(), static_cast<int>(buffers.size()));
   gj::Work w;
   w.call = call;
   w.sig = signature(gj::Kind::GroupedAllReduce, total / gj::dtype_size(dtype), dtype);
@@ -190,11 +199,11 @@ void grouped(const char* call, gjComm* c, const void* const* sendbuffs, void* co
   w.check = true;  // always: a fused buffer of different length on one rank would reduce wrong data
   gj::Backend* b = t.backend;
   const std::size_t threshold = c->fusion_threshold;
-  w.body = [=, sends = std::move(sends), recvs = std::move(recvs), n = std::move(n)] {
+  auto body = [=, sends = std::move(sends), recvs = std::move(recvs), n = std::move(n)] {
     if (total == 0) return;
     gj::grouped_allreduce(*b, sends.data(), recvs.data(), n.data(), ntensors, dtype, op, scale, threshold, stream);
   };
-  issue(c, t, std::move(w), request, stream);
+  issue(c, t, std::move(w), std::move(body), request, stream);
 }
 
 void broadcast(const char* call, gjComm* c, void* buff, std::size_t count, gjDataType_t dtype, int root,
@@ -203,17 +212,19 @@ void broadcast(const char* call, gjComm* c, void* buff, std::size_t count, gjDat
   gj::validate::bytes(call, "count", count, dtype);
   gj::validate::buffer(call, "buff", buff, count);
   gj::validate::root(call, root, c->size);
-  const Target t = target_of(c, call, {buff}, {"buff"});
+  const void* buffers[] = {buff};
+  const char* names[] = {"buff"};
+  const Target t = target_of(c, call, buffers, names, 1);
   gj::Work w;
   w.call = call;
   w.sig = signature(gj::Kind::Broadcast, count, dtype);
   w.sig.root = static_cast<std::uint64_t>(root);
   w.check = c->config.check;
   gj::Backend* b = t.backend;
-  w.body = [=] {
+  auto body = [=] {
     if (count > 0) b->broadcast(buff, count, dtype, root, stream);
   };
-  issue(c, t, std::move(w), request, stream);
+  issue(c, t, std::move(w), std::move(body), request, stream);
 }
 
 void allgatherv(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, std::vector<std::size_t> counts,
@@ -222,17 +233,19 @@ void allgatherv(const char* call, gjComm* c, const void* sendbuff, void* recvbuf
   const std::size_t mine = counts[static_cast<std::size_t>(c->rank)];
   gj::validate::buffer(call, "sendbuff", sendbuff, mine);
   gj::validate::buffer(call, "recvbuff", recvbuff, total);
-  const Target t = target_of(c, call, {mine > 0 ? sendbuff : nullptr, recvbuff}, {"sendbuff", "recvbuff"});
+  const void* buffers[] = {mine > 0 ? sendbuff : nullptr, recvbuff};
+  const char* names[] = {"sendbuff", "recvbuff"};
+  const Target t = target_of(c, call, buffers, names, 2);
   gj::Work w;
   w.call = call;
   w.sig = signature(gj::Kind::AllGather, total, dtype);
-  w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   w.check = c->config.check;
+  if (w.check) w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   gj::Backend* b = t.backend;
-  w.body = [=, counts = std::move(counts)] {
+  auto body = [=, counts = std::move(counts)] {
     if (total > 0) b->allgatherv(sendbuff, recvbuff, counts.data(), dtype, stream);
   };
-  issue(c, t, std::move(w), request, stream);
+  issue(c, t, std::move(w), std::move(body), request, stream);
 }
 
 void allgather(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, std::size_t sendcount,
@@ -262,19 +275,21 @@ void reduce_scatter(const char* call, gjComm* c, const void* sendbuff, void* rec
   const std::size_t mine = counts[static_cast<std::size_t>(c->rank)];
   gj::validate::buffer(call, "sendbuff", sendbuff, total);
   gj::validate::buffer(call, "recvbuff", recvbuff, mine);
-  const Target t = target_of(c, call, {sendbuff, mine > 0 ? recvbuff : nullptr}, {"sendbuff", "recvbuff"});
+  const void* buffers[] = {sendbuff, mine > 0 ? recvbuff : nullptr};
+  const char* names[] = {"sendbuff", "recvbuff"};
+  const Target t = target_of(c, call, buffers, names, 2);
   gj::Work w;
   w.call = call;
   w.sig = signature(gj::Kind::ReduceScatter, total, dtype);
   w.sig.op = static_cast<std::uint64_t>(op);
-  w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   w.sig.scale = gj::hash_scale(scale.pre, scale.post);
   w.check = c->config.check;
+  if (w.check) w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   gj::Backend* b = t.backend;
-  w.body = [=, counts = std::move(counts)] {
+  auto body = [=, counts = std::move(counts)] {
     if (total > 0) b->reduce_scatter(sendbuff, recvbuff, counts.data(), dtype, op, scale, stream);
   };
-  issue(c, t, std::move(w), request, stream);
+  issue(c, t, std::move(w), std::move(body), request, stream);
 }
 
 void barrier(const char* call, gjComm* c, gjRequest_t* request) {
@@ -283,8 +298,8 @@ void barrier(const char* call, gjComm* c, gjRequest_t* request) {
   w.sig.kind = gj::Kind::Barrier;
   w.check = c->config.check;
   const MPI_Comm mpi = c->mpi;
-  w.body = [=] { gj::mpi_check(MPI_Barrier(mpi), std::string(call) + ": MPI_Barrier"); };
-  issue(c, Target{false, c->host.get()}, std::move(w), request, nullptr);
+  auto body = [=] { gj::mpi_check(MPI_Barrier(mpi), std::string(call) + ": MPI_Barrier"); };
+  issue(c, Target{false, c->host.get()}, std::move(w), std::move(body), request, nullptr);
 }
 
 template <class T>

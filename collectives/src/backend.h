@@ -66,6 +66,9 @@ class Backend {
   // that completes when that work has (e.g. a CUDA event recorded on the stream). Host
   // backends finish their work before returning: nullptr, complete at once. A device backend
   // that cannot record completions throws gjUnsupported (the default).
+  // Whether record_completion works: checked before a nonblocking device call runs, so an
+  // unsupported one is refused without side effects.
+  virtual bool has_completions() const { return kind() != gjBackendNccl; }
   virtual void* record_completion(void* /*stream*/) {
     if (kind() == gjBackendNccl) unsupported("nonblocking device operations (completion events)");
     return nullptr;

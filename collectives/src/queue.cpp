@@ -82,21 +82,32 @@ void HostQueue::execute(const Work& w) const {
   w.body();
 }
 
-void HostQueue::run_blocking(const Work& w) {
-  {
-    std::unique_lock<std::mutex> lock(m_);
-    idle_cv_.wait(lock, [&] { return items_.empty() && !busy_; });
-    throw_if_failed(w.call);
-    busy_ = true;
+bool HostQueue::enter(const char* call) {
+  if (!threaded_.load()) {
+    while (inline_.exchange(true)) std::this_thread::yield();  // another blocking caller
+    if (!threaded_.load()) return true;  // no progress thread: nothing queued, nothing failed
+    inline_.store(false);
   }
-  const auto [code, message] = outcome([&] { execute(w); });
+  std::unique_lock<std::mutex> lock(m_);
+  if (!items_.empty() || busy_) idle_cv_.wait(lock, [&] { return items_.empty() && !busy_; });
+  throw_if_failed(call);
+  busy_ = true;
+  return false;
+}
+
+void HostQueue::leave(bool fast) {
+  if (fast) {
+    inline_.store(false);
+    return;
+  }
+  bool queued = false;
   {
     std::lock_guard<std::mutex> lock(m_);
     busy_ = false;
+    queued = !items_.empty();
   }
-  work_cv_.notify_one();
+  if (queued) work_cv_.notify_one();
   idle_cv_.notify_all();
-  if (code != gjSuccess) throw Error(code, message);
 }
 
 std::shared_ptr<Completion> HostQueue::submit(Work w) {
@@ -107,6 +118,10 @@ std::shared_ptr<Completion> HostQueue::submit(Work w) {
                                     level_name(thread_level_) +
                                     "; call MPI_Init_thread with MPI_THREAD_MULTIPLE, or let gjCommInitWorld "
                                     "initialize MPI");
+  }
+  if (!threaded_.load()) {  // from now on blocking calls take the mutex path
+    threaded_.store(true);
+    while (inline_.load()) std::this_thread::yield();
   }
   auto done = std::make_shared<Completion>();
   {

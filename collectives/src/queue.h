@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -51,7 +52,20 @@ class HostQueue {
 
   // Runs w on this thread after every earlier request. Throws what w throws, or the cause
   // of an earlier failed request.
-  void run_blocking(const Work& w);
+  void run_blocking(const Work& w) { run_blocking(w, w.body); }
+  // The same with the body given apart (no std::function on the blocking path).
+  template <class Body>
+  void run_blocking(const Work& w, Body&& body) {
+    const bool fast = enter(w.call);
+    try {
+      if (w.check) require_same_on_all_ranks(comm_, w.call, w.sig);
+      body();
+    } catch (...) {
+      leave(fast);
+      throw;
+    }
+    leave(fast);
+  }
   // Queues w; the completion reports its result. Throws gjInvalidUsage when MPI lacks
   // MPI_THREAD_MULTIPLE or an earlier request failed.
   std::shared_ptr<Completion> submit(Work w);
@@ -66,6 +80,10 @@ class HostQueue {
     Work work;
     std::shared_ptr<Completion> done;
   };
+  // Waits until idle, then marks the queue busy. true: the fast path (no progress thread was
+  // ever started: one atomic exchange instead of the mutex); pass it to leave().
+  bool enter(const char* call);
+  void leave(bool fast);  // clears busy, wakes the progress thread and waiters
   void loop();
   // Takes the front request and, if it may be fused, the queued neighbours every rank has
   // (agreed with one small MPI_Allreduce); runs them. Called with lock held, returns with it held.
@@ -77,6 +95,11 @@ class HostQueue {
   MPI_Comm comm_;
   Backend& host_;
   int thread_level_;
+  // Until the first nonblocking request, blocking calls only exclude each other through
+  // inline_; submit() sets threaded_ and waits for inline_ to clear, after which every call
+  // takes the mutex path (seq_cst on both: each side sees the other's store).
+  std::atomic<bool> threaded_{false};
+  std::atomic<bool> inline_{false};
   std::mutex m_;
   std::condition_variable work_cv_;  // progress thread: items or stop
   std::condition_variable idle_cv_;  // blocking callers: nothing queued, nothing running

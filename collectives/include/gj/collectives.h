@@ -139,8 +139,10 @@ gjResult_t gjGroupedAllReduce(const void* const* sendbuffs, void* const* recvbuf
 /* Reductions with scaling (Horovod's prescale_factor / postscale_factor): every rank's input
  * is multiplied by prescale before the reduction and the result by postscale after it, inside
  * the operation (no extra pass by the caller). f16/bf16 are scaled in f32, f32 in f32, f64 and
- * integers in f64 (integers then truncated toward zero). 1.0 / 1.0 is gjAllReduce exactly.
- * gjAvg keeps its own rule (divide-then-sum on floating types) and composes with the factors. */
+ * integers in f64 (integers then truncated toward zero, saturated to the type's range).
+ * 1.0 / 1.0 is gjAllReduce exactly; factors must be finite. gjAvg on floating types folds its
+ * division into the prescale multiply (each contribution is x * (prescale / size)); gjAvg on
+ * integers divides the exact sum of the scaled contributions, then postscale applies. */
 gjResult_t gjAllReduceScaled(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype,
                              gjRedOp_t op, double prescale, double postscale, gjComm_t comm,
                              void* stream);
@@ -150,7 +152,8 @@ gjResult_t gjGroupedAllReduceScaled(const void* const* sendbuffs, void* const* r
                                     void* stream);
 
 /* Allgather, equal counts: every rank sends sendcount elements; recvbuff holds
- * size * sendcount elements, rank r's at offset r * sendcount. Every dtype (gjByte included). */
+ * size * sendcount elements, rank r's at offset r * sendcount. Every dtype (gjByte included).
+ * In place when sendbuff is this rank's block of recvbuff (also for gjAllGatherV). */
 gjResult_t gjAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, gjDataType_t dtype,
                        gjComm_t comm, void* stream);
 /* Allgather, per-rank counts: rank r sends recvcounts[r] elements (zero allowed); recvbuff holds
@@ -159,7 +162,8 @@ gjResult_t gjAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recv
                         gjDataType_t dtype, gjComm_t comm, void* stream);
 /* Reduce-scatter, per-rank counts: sendbuff holds sum(recvcounts) elements on every rank; rank r
  * receives the reduction of its slice [sum(recvcounts[0..r)), + recvcounts[r]) in recvbuff.
- * Reducible dtypes and every op; gjAvg, f16/bf16 and scaling as for gjAllReduceScaled. */
+ * Reducible dtypes and every op; gjAvg, f16/bf16 and scaling as for gjAllReduceScaled.
+ * In place when recvbuff is this rank's slice of sendbuff. */
 gjResult_t gjReduceScatter(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
                            gjDataType_t dtype, gjRedOp_t op, double prescale, double postscale,
                            gjComm_t comm, void* stream);

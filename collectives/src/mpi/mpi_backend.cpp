@@ -83,44 +83,49 @@ class MpiBackend final : public Backend {
     require_live();
     const std::size_t es = dtype_size(dtype);
     auto* out = static_cast<char*>(recv);
-    std::vector<std::size_t> displs(static_cast<std::size_t>(size_));
-    std::size_t total = 0;
+    std::size_t total = 0, at = 0;
     bool equal = true, fits = true;
     for (int q = 0; q < size_; ++q) {
-      displs[static_cast<std::size_t>(q)] = total;
+      if (q == rank_) at = total;
       total += counts[q] * es;
       equal = equal && counts[q] == counts[0];
       fits = fits && counts[q] * es <= static_cast<std::size_t>(INT_MAX);
     }
     fits = fits && total <= static_cast<std::size_t>(INT_MAX);
     const std::size_t mine = counts[rank_] * es;
-    const bool in_place = send == out + displs[static_cast<std::size_t>(rank_)];
-    const std::string what = describe(equal ? "MPI_Allgather" : "MPI_Allgatherv", counts[rank_], dtype);
+    const bool in_place = send == out + at;
+    // Messages are built only on failure: this runs on every call.
+    const auto check = [&](int rc, const char* what) {
+      if (rc != MPI_SUCCESS) mpi_check(rc, describe(what, counts[rank_], dtype));
+    };
     if (fits && equal) {
       const int n = static_cast<int>(mine);
-      mpi_check(MPI_Allgather(in_place ? MPI_IN_PLACE : send, n, MPI_BYTE, out, n, MPI_BYTE, comm_), what);
+      check(MPI_Allgather(in_place ? MPI_IN_PLACE : send, n, MPI_BYTE, out, n, MPI_BYTE, comm_), "MPI_Allgather");
       return;
     }
     if (fits) {
       std::vector<int> n(static_cast<std::size_t>(size_)), d(static_cast<std::size_t>(size_));
+      int displ = 0;
       for (std::size_t q = 0; q < n.size(); ++q) {
         n[q] = static_cast<int>(counts[q] * es);
-        d[q] = static_cast<int>(displs[q]);
+        d[q] = displ;
+        displ += n[q];
       }
-      mpi_check(MPI_Allgatherv(in_place ? MPI_IN_PLACE : send, static_cast<int>(mine), MPI_BYTE, out, n.data(),
-                               d.data(), MPI_BYTE, comm_),
-                what);
+      check(MPI_Allgatherv(in_place ? MPI_IN_PLACE : send, static_cast<int>(mine), MPI_BYTE, out, n.data(), d.data(),
+                           MPI_BYTE, comm_),
+            "MPI_Allgatherv");
       return;
     }
     // Beyond int byte counts: every rank's block is broadcast from its owner, in pieces.
-    if (!in_place && mine > 0) host::copy(out + displs[static_cast<std::size_t>(rank_)], send, mine);
+    if (!in_place && mine > 0) host::copy(out + at, send, mine);
+    std::size_t displ = 0;
     for (int q = 0; q < size_; ++q) {
       const std::size_t bytes = counts[q] * es;
       for (std::size_t off = 0; off < bytes; off += kMaxMpiCount) {
         const std::size_t n = std::min(kMaxMpiCount, bytes - off);
-        mpi_check(MPI_Bcast(out + displs[static_cast<std::size_t>(q)] + off, static_cast<int>(n), MPI_BYTE, q, comm_),
-                  describe("MPI_Bcast(allgather block)", counts[q], dtype) + " root=" + std::to_string(q));
+        check(MPI_Bcast(out + displ + off, static_cast<int>(n), MPI_BYTE, q, comm_), "MPI_Bcast(allgather block)");
       }
+      displ += bytes;
     }
   }
 
@@ -157,8 +162,8 @@ class MpiBackend final : public Backend {
     if (fits) {
       std::vector<int> n(static_cast<std::size_t>(size_));
       for (std::size_t q = 0; q < n.size(); ++q) n[q] = static_cast<int>(counts[q]);
-      mpi_check(MPI_Reduce_scatter(src, recv, n.data(), type, mpi_op, comm_),
-                describe("MPI_Reduce_scatter", mine, dtype) + " op=" + op_name(op));
+      const int rc = MPI_Reduce_scatter(src, recv, n.data(), type, mpi_op, comm_);
+      if (rc != MPI_SUCCESS) mpi_check(rc, describe("MPI_Reduce_scatter", mine, dtype) + " op=" + op_name(op));
     } else {  // a slice beyond int counts: one MPI_Reduce per slice and piece, to its owner
       std::size_t at = 0;
       for (int q = 0; q < size_; ++q) {

@@ -71,3 +71,17 @@ TEST_CASE("collectives.hpp maps every result code to its exception type", "[cpp]
   STATIC_REQUIRE(gj::dtype_of_v<gj::float16> == gjFloat16);
   STATIC_REQUIRE(gj::dtype_of_v<gj::bfloat16> == gjBfloat16);
 }
+
+TEST_CASE("gjWait / gjTest on a NULL or never-issued request fail with gjInvalidUsage, without dereferencing it",
+          "[c_api]") {
+  int done = 5;
+  CHECK(gjWait(nullptr) == gjInvalidUsage);
+  CHECK_THAT(std::string(gjGetLastError(nullptr)), Catch::StartsWith("gjWait: request=NULL"));
+  float x = 0;
+  auto* bogus = reinterpret_cast<gjRequest_t>(static_cast<void*>(&x));
+  CHECK(gjTest(bogus, &done) == gjInvalidUsage);
+  CHECK(done == 0);
+  CHECK_THAT(std::string(gjGetLastError(nullptr)), Catch::Contains("is not a live request"));
+  CHECK(gjTest(bogus, nullptr) == gjInvalidArgument);
+  CHECK((gjBuildCapabilities() & ~(gjCapCuda | gjCapNccl)) == 0);
+}
