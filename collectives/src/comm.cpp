@@ -7,7 +7,7 @@
 #include "env.h"
 #include "error.h"
 #include "log.h"
-#include "mpi/mpi_backend.h"
+#include "mpi/host_backend.h"
 #include "mpi/mpi_check.h"
 #ifdef GJ_HAVE_NCCL
 #include "nccl/nccl_backend.h"
@@ -97,7 +97,7 @@ void set_up(gjComm& c) {
   auto shm = make_shm(c, agreed.shm);
   const std::string host_path =
       shm ? std::string("shared memory (") + shm->wait_name() + " waits) + MPI" : std::string("MPI");
-  c.host = make_mpi_backend(c.mpi, std::move(shm));
+  c.host = make_host_backend(c.mpi, std::move(shm));
 #ifdef GJ_HAVE_NCCL
   if (c.plan.use_nccl) c.device = make_nccl_backend(c.mpi, c.local_rank, c.config);
 #endif

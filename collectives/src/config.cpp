@@ -85,8 +85,11 @@ ShmWait parse_shm_wait(const std::string& v) {
   reject("GJ_COLL_SHM_WAIT", v, "auto, spin, sleep");
 }
 
-std::string parse_log_level(const std::string& v) {
-  if (v == "error" || v == "warn" || v == "info" || v == "debug") return v;
+LogLevel parse_log_level(const std::string& v) {
+  if (v == "error") return LogLevel::Error;
+  if (v == "warn") return LogLevel::Warn;
+  if (v == "info") return LogLevel::Info;
+  if (v == "debug") return LogLevel::Debug;
   reject("GJ_COLL_LOG_LEVEL", v, "error, warn, info, debug");
 }
 

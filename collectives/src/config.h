@@ -11,6 +11,8 @@ namespace gj {
 enum class BackendChoice { Auto, Mpi, Nccl };
 // Ordered by patience: ranks that disagree take the largest (shm/shm_allreduce.cpp).
 enum class ShmWait { Auto, Spin, Sleep };
+// Messages up to this level are printed (log.h).
+enum class LogLevel { Error = 0, Warn = 1, Info = 2, Debug = 3 };
 
 struct Config {
   // GJ_COLL_BACKEND=auto|mpi|nccl (default auto): auto = NCCL for device buffers when built
@@ -32,7 +34,7 @@ struct Config {
   // (sleep over spin over auto).
   ShmWait shm_wait = ShmWait::Auto;
   // GJ_COLL_LOG_LEVEL=error|warn|info|debug (default warn): messages on stderr.
-  std::string log_level = "warn";
+  LogLevel log_level = LogLevel::Warn;
   // GJ_COLL_CHECK=1|0 (default 0): before every collective, check with one small MPI_Allreduce
   // that all ranks passed the same count/dtype/op (root for broadcast); a mismatch returns
   // gjInvalidUsage on every rank instead of a hang or a wrong result. Grouped allreduce always

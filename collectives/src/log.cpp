@@ -5,13 +5,6 @@
 namespace gj {
 namespace {
 
-LogLevel threshold(const std::string& name) {
-  if (name == "error") return LogLevel::Error;
-  if (name == "info") return LogLevel::Info;
-  if (name == "debug") return LogLevel::Debug;
-  return LogLevel::Warn;
-}
-
 const char* label(LogLevel level) {
   switch (level) {
     case LogLevel::Error: return "error";
@@ -24,7 +17,7 @@ const char* label(LogLevel level) {
 }  // namespace
 
 void log(const Config& config, LogLevel level, int rank, const std::string& message) {
-  if (level > threshold(config.log_level)) return;
+  if (level > config.log_level) return;
   std::fprintf(stderr, "gj-coll[%d] %s: %s\n", rank, label(level), message.c_str());
 }
 

@@ -7,8 +7,6 @@
 
 namespace gj {
 
-enum class LogLevel { Error = 0, Warn = 1, Info = 2, Debug = 3 };
-
 void log(const Config& config, LogLevel level, int rank, const std::string& message);
 
 }  // namespace gj

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "error.h"
+#include "mpi/mpi_check.h"
 
 namespace gj::shm {
 namespace {
@@ -24,14 +25,7 @@ struct Announcement {  // rank 0 -> all, by MPI_Bcast
   int ok;
 };
 
-void check_mpi(int rc, const char* call) {
-  if (rc != MPI_SUCCESS) {
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    throw Error(gjMpiError, std::string(call) + " failed in gj::shm::Segment: " + std::string(msg, len));
-  }
-}
+void check_mpi(int rc, const char* call) { mpi_check(rc, std::string("gj::shm::Segment: ") + call); }
 
 std::string errno_text(const char* call, const std::string& what) {
   return std::string(call) + "(" + what + ") failed: " + std::strerror(errno);

@@ -23,6 +23,7 @@
 #include "dtype.h"
 #include "error.h"
 #include "host/reduce.h"
+#include "mpi/mpi_check.h"
 #include "shm/cpu_limit.h"
 #include "shm/plan.h"
 #include "shm/segment.h"
@@ -45,9 +46,7 @@ constexpr std::size_t kSubBlockBytes = 16 * 1024;  // accumulator stays in L1 ac
 
 std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
 
-void check_mpi(int rc, const char* call) {
-  if (rc != MPI_SUCCESS) throw Error(gjMpiError, std::string(call) + " failed in gj::shm::ShmAllreduce::create");
-}
+void check_mpi(int rc, const char* call) { mpi_check(rc, std::string("gj::shm::ShmAllreduce::create: ") + call); }
 
 // CPUs the ranks of comm can run on together: the union of their affinity masks, or fewer
 // when a rank's cgroup has a smaller CPU quota (a pod's CPU limit, which affinity does not

@@ -16,7 +16,7 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK(c.timeout_ms == 300000);
   CHECK(c.shm);
   CHECK(c.shm_wait == gj::ShmWait::Auto);
-  CHECK(c.log_level == "warn");
+  CHECK(c.log_level == gj::LogLevel::Warn);
   CHECK_FALSE(c.check);
 }
 
@@ -44,8 +44,8 @@ TEST_CASE("parse_config: accepted values", "[config]") {
       {"GJ_COLL_SHM_WAIT", "sleep", [](const Config& c) { CHECK(c.shm_wait == gj::ShmWait::Sleep); }},
       {"GJ_COLL_SHM_WAIT", "spin", [](const Config& c) { CHECK(c.shm_wait == gj::ShmWait::Spin); }},
       {"GJ_COLL_SHM_WAIT", "auto", [](const Config& c) { CHECK(c.shm_wait == gj::ShmWait::Auto); }},
-      {"GJ_COLL_LOG_LEVEL", "debug", [](const Config& c) { CHECK(c.log_level == "debug"); }},
-      {"GJ_COLL_LOG_LEVEL", "error", [](const Config& c) { CHECK(c.log_level == "error"); }},
+      {"GJ_COLL_LOG_LEVEL", "debug", [](const Config& c) { CHECK(c.log_level == gj::LogLevel::Debug); }},
+      {"GJ_COLL_LOG_LEVEL", "error", [](const Config& c) { CHECK(c.log_level == gj::LogLevel::Error); }},
       {"GJ_COLL_CHECK", "1", [](const Config& c) { CHECK(c.check); }},
       {"GJ_COLL_CHECK", "false", [](const Config& c) { CHECK_FALSE(c.check); }},
       {"GJ_COLL_UNKNOWN_FUTURE", "x", [](const Config& c) { CHECK(c.backend == BackendChoice::Auto); }},

@@ -1,4 +1,4 @@
-#include "mpi/mpi_backend.h"
+#include "mpi/host_backend.h"
 
 #include <algorithm>
 #include <climits>
@@ -27,9 +27,9 @@ double input_factor(gjDataType_t dtype, gjRedOp_t op, Scale scale, int size) {
   return op == gjAvg && is_floating(dtype) ? scale.pre / size : scale.pre;
 }
 
-class MpiBackend final : public Backend {
+class HostBackend final : public Backend {
  public:
-  MpiBackend(MPI_Comm comm, std::unique_ptr<shm::ShmAllreduce> shm) : comm_(comm), shm_(std::move(shm)) {
+  HostBackend(MPI_Comm comm, std::unique_ptr<shm::ShmAllreduce> shm) : comm_(comm), shm_(std::move(shm)) {
     mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
     mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   }
@@ -252,8 +252,8 @@ class MpiBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_mpi_backend(MPI_Comm comm, std::unique_ptr<shm::ShmAllreduce> shm) {
-  return std::make_unique<MpiBackend>(comm, std::move(shm));
+std::unique_ptr<Backend> make_host_backend(MPI_Comm comm, std::unique_ptr<shm::ShmAllreduce> shm) {
+  return std::make_unique<HostBackend>(comm, std::move(shm));
 }
 
 }  // namespace gj
