@@ -5,10 +5,6 @@ import pytest
 import torch
 
 import gj.torch as hvd
-from gj import _lib
-
-pytestmark = pytest.mark.skipif(not _lib.has("gjIallReduce") or not _lib.has("gjCommSetCheck"),
-                                reason="the loaded library predates nonblocking requests")
 
 
 def test_many_requests_in_flight_synchronized_in_any_order(world):

@@ -275,8 +275,6 @@ def test_broadcast_parameters_state_dict_and_named(world):
 
 def test_process_sets(world):
     r, n = world
-    if not _lib.has("gjCommSplit"):
-        pytest.skip("library predates gjCommSplit")
     evens = hvd.add_process_set([q for q in range(n) if q % 2 == 0])
     assert evens.included() == (r % 2 == 0)
     if evens.included():

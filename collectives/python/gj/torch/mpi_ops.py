@@ -137,7 +137,8 @@ def _call(fn, *args, **kw):
 
 def _start(comm, what, fields, run, asynchronous):
     """Issues run(nonblocking) -> Request; a blocking call agrees on fields first."""
-    if asynchronous and comm.nonblocking and comm.set_check(True):
+    if asynchronous:
+        comm.set_check(True)
         return _call(run, True)
     agree(comm, what, fields)
     _call(run, False)
@@ -258,7 +259,8 @@ def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchron
                                        stream(tensors[idx[0]]), nonblocking=nb)
                 for c, idx in by_dtype.items()]
 
-    if asynchronous and comm.nonblocking and comm.set_check(True):
+    if asynchronous:
+        comm.set_check(True)
         reqs = _call(run, True)
     else:
         agree(comm, what, fields)
@@ -391,7 +393,7 @@ def _allgather_async(tensor, process_set, what, asynchronous=True):
     def run(nb):
         return comm.allgatherv(ptr(tensor), ptr(out), counts, _lib.UINT8, stream(tensor), nonblocking=nb)
 
-    req = _call(run, asynchronous and comm.nonblocking)
+    req = _call(run, asynchronous)
     return _new_handle([req] if req is not None else [], lambda: out, (tensor, out)), rows
 
 
