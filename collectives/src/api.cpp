@@ -123,6 +123,14 @@ void issue(gjComm* c, const Target& t, gj::Work w, Body&& body, gjRequest_t* req
   *request = gj::requests::make_device(c, *t.backend, t.backend->record_completion(stream));
 }
 
+// A C caller's out-of-range enum must not be loaded as the C++ enum (undefined behaviour):
+// the entry points check the raw bits before passing dtype/op on by value.
+void check_enums(const char* call, const gjDataType_t& dtype) { gj::validate::dtype(call, gj::enum_bits(dtype)); }
+void check_enums(const char* call, const gjDataType_t& dtype, const gjRedOp_t& op) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  gj::validate::op(call, gj::enum_bits(op));
+}
+
 void prepare_request(const char* call, gjRequest_t* request) {
   gj::validate::out_pointer(call, "request", request);
   *request = nullptr;
@@ -443,6 +451,7 @@ gjResult_t gjAllReduce(const void* sendbuff, void* recvbuff, size_t count, gjDat
                        gjRedOp_t op, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjAllReduce";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     allreduce(call, live(call, comm), sendbuff, recvbuff, count, dtype, op, gj::Scale{}, stream, nullptr);
   });
 }
@@ -451,6 +460,7 @@ gjResult_t gjAllReduceScaled(const void* sendbuff, void* recvbuff, size_t count,
                              gjRedOp_t op, double prescale, double postscale, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjAllReduceScaled";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     allreduce(call, live(call, comm), sendbuff, recvbuff, count, dtype, op, gj::Scale{prescale, postscale}, stream,
               nullptr);
   });
@@ -460,6 +470,7 @@ gjResult_t gjIallReduce(const void* sendbuff, void* recvbuff, size_t count, gjDa
                         double prescale, double postscale, gjComm_t comm, void* stream, gjRequest_t* request) {
   static constexpr const char* call = "gjIallReduce";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     prepare_request(call, request);
     allreduce(call, live(call, comm), sendbuff, recvbuff, count, dtype, op, gj::Scale{prescale, postscale}, stream,
               request);
@@ -468,13 +479,17 @@ gjResult_t gjIallReduce(const void* sendbuff, void* recvbuff, size_t count, gjDa
 
 gjResult_t gjBroadcast(void* buff, size_t count, gjDataType_t dtype, int root, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjBroadcast";
-  return guarded(call, comm, [&] { broadcast(call, live(call, comm), buff, count, dtype, root, stream, nullptr); });
+  return guarded(call, comm, [&] {
+    check_enums(call, dtype);
+    broadcast(call, live(call, comm), buff, count, dtype, root, stream, nullptr);
+  });
 }
 
 gjResult_t gjIbroadcast(void* buff, size_t count, gjDataType_t dtype, int root, gjComm_t comm, void* stream,
                         gjRequest_t* request) {
   static constexpr const char* call = "gjIbroadcast";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype);
     prepare_request(call, request);
     broadcast(call, live(call, comm), buff, count, dtype, root, stream, request);
   });
@@ -484,6 +499,7 @@ gjResult_t gjGroupedAllReduce(const void* const* sendbuffs, void* const* recvbuf
                               int ntensors, gjDataType_t dtype, gjRedOp_t op, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjGroupedAllReduce";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     grouped(call, live(call, comm), sendbuffs, recvbuffs, counts, ntensors, dtype, op, gj::Scale{}, stream, nullptr);
   });
 }
@@ -493,6 +509,7 @@ gjResult_t gjGroupedAllReduceScaled(const void* const* sendbuffs, void* const* r
                                     double postscale, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjGroupedAllReduceScaled";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     grouped(call, live(call, comm), sendbuffs, recvbuffs, counts, ntensors, dtype, op,
             gj::Scale{prescale, postscale}, stream, nullptr);
   });
@@ -503,6 +520,7 @@ gjResult_t gjIgroupedAllReduce(const void* const* sendbuffs, void* const* recvbu
                                gjComm_t comm, void* stream, gjRequest_t* request) {
   static constexpr const char* call = "gjIgroupedAllReduce";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     prepare_request(call, request);
     grouped(call, live(call, comm), sendbuffs, recvbuffs, counts, ntensors, dtype, op,
             gj::Scale{prescale, postscale}, stream, request);
@@ -513,6 +531,7 @@ gjResult_t gjAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, g
                        void* stream) {
   static constexpr const char* call = "gjAllGather";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype);
     allgather(call, live(call, comm), sendbuff, recvbuff, sendcount, dtype, stream, nullptr);
   });
 }
@@ -521,6 +540,7 @@ gjResult_t gjIallGather(const void* sendbuff, void* recvbuff, size_t sendcount, 
                         void* stream, gjRequest_t* request) {
   static constexpr const char* call = "gjIallGather";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype);
     prepare_request(call, request);
     allgather(call, live(call, comm), sendbuff, recvbuff, sendcount, dtype, stream, request);
   });
@@ -530,6 +550,7 @@ gjResult_t gjAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recv
                         gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjAllGatherV";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype);
     allgatherv_checked(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, stream, nullptr);
   });
 }
@@ -538,6 +559,7 @@ gjResult_t gjIallGatherV(const void* sendbuff, void* recvbuff, const size_t* rec
                          gjComm_t comm, void* stream, gjRequest_t* request) {
   static constexpr const char* call = "gjIallGatherV";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype);
     prepare_request(call, request);
     allgatherv_checked(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, stream, request);
   });
@@ -547,6 +569,7 @@ gjResult_t gjReduceScatter(const void* sendbuff, void* recvbuff, const size_t* r
                            gjRedOp_t op, double prescale, double postscale, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjReduceScatter";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     reduce_scatter(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, op, gj::Scale{prescale, postscale},
                    stream, nullptr);
   });
@@ -557,6 +580,7 @@ gjResult_t gjIreduceScatter(const void* sendbuff, void* recvbuff, const size_t* 
                             gjRequest_t* request) {
   static constexpr const char* call = "gjIreduceScatter";
   return guarded(call, comm, [&] {
+    check_enums(call, dtype, op);
     prepare_request(call, request);
     reduce_scatter(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, op, gj::Scale{prescale, postscale},
                    stream, request);

@@ -33,7 +33,7 @@ void run_one(Ctx& ctx, gjDataType_t d, const std::vector<std::size_t>& counts, b
   for (std::size_t b = 0; b < send.size(); ++b) send[b] = byte_of(ctx.rank, b);
   const void* sendbuff = send.data();
   if (in_place) {
-    std::memcpy(recv.data() + offset * esz, send.data(), send.size());
+    if (!send.empty()) std::memcpy(recv.data() + offset * esz, send.data(), send.size());
     sendbuff = recv.data() + offset * esz;
   }
   std::string shape;
