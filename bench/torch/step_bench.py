@@ -93,27 +93,31 @@ def make(model_name, rank, batch):
 
 
 def timed(steppers, steps, warmup):
-    """Median step time per mode, the modes interleaved step by step (so a change in the
-    machine's load hits every mode alike); each step starts after a barrier, and the job's step
-    time is the slowest rank's."""
+    """Median wall and CPU time per step and mode, the modes interleaved step by step (so a
+    change in the machine's load hits every mode alike); each step starts after a barrier, and
+    the job's step time is the slowest rank's. CPU time is the process's (every thread: torch,
+    gj's progress thread, gloo's threads): on a shared, loaded machine wall time mostly measures
+    the other jobs, CPU time what each mode itself spends."""
     for _ in range(warmup):
         for step in steppers.values():
             step()
-    times = {mode: [] for mode in steppers}
+    times = {mode: ([], []) for mode in steppers}
     for _ in range(steps):
         for mode, step in steppers.items():
             hvd.barrier()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             step()
-            times[mode].append(time.perf_counter() - t0)
+            times[mode][0].append(time.perf_counter() - t0)
+            times[mode][1].append(time.process_time() - c0)
     out = {}
-    for mode, ts in times.items():
-        out[mode] = hvd.allreduce(torch.tensor([statistics.median(ts)], dtype=torch.float64), op=hvd.Max).item()
+    for mode, (wall, cpu) in times.items():
+        med = torch.tensor([statistics.median(wall), statistics.median(cpu)], dtype=torch.float64)
+        out[mode] = hvd.allreduce(med, op=hvd.Max).tolist()
     return out
 
 
 def bench(model_name, args):
-    rank, size = hvd.rank(), hvd.size()
+    rank = hvd.rank()
     base, loss_of = make(model_name, rank, args.batch if model_name == "cnn" else args.rows)
     nparams = sum(p.numel() for p in base.parameters())
     ntensors = len(list(base.parameters()))
@@ -156,14 +160,18 @@ def main():
               f"{torch.get_num_threads()} thread(s)/rank, median of {args.steps} interleaved steps (slowest rank), "
               f"bucket {os.environ.get('GJ_TORCH_BUCKET_BYTES', 'default')} bytes")
         print("| model | params (tensors) | ranks | no-comm ms | gj ms | gj overhead ms (% of no-comm) "
-              "| DDP-gloo ms | DDP overhead ms (% of no-comm) | gj overhead / DDP overhead |")
-        print("|---|---|---|---|---|---|---|---|---|")
+              "| DDP-gloo ms | DDP overhead ms (% of no-comm) | gj overhead / DDP overhead "
+              "| CPU ms no-comm / gj / DDP | CPU overhead gj / DDP |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for name, nparams, ntensors, r in rows:
-            go, do = r["gj"] - r["local"], r["ddp"] - r["local"]
+            (lw, lc), (gw, gc), (dw, dc) = r["local"], r["gj"], r["ddp"]
+            go, do = gw - lw, dw - lw
             ratio = f"{go / do:.2f}" if do > 0 else "n/a"
-            print(f"| {name} | {nparams / 1e6:.2f} M ({ntensors}) | {size} | {r['local'] * 1e3:.1f} | "
-                  f"{r['gj'] * 1e3:.1f} | {go * 1e3:.1f} ({100 * go / r['local']:.0f} %) | {r['ddp'] * 1e3:.1f} | "
-                  f"{do * 1e3:.1f} ({100 * do / r['local']:.0f} %) | {ratio} |", flush=True)
+            cratio = f"{(gc - lc) / (dc - lc):.2f}" if dc > lc else "n/a"
+            print(f"| {name} | {nparams / 1e6:.2f} M ({ntensors}) | {size} | {lw * 1e3:.1f} | "
+                  f"{gw * 1e3:.1f} | {go * 1e3:.1f} ({100 * go / lw:.0f} %) | {dw * 1e3:.1f} | "
+                  f"{do * 1e3:.1f} ({100 * do / lw:.0f} %) | {ratio} | {lc * 1e3:.0f} / {gc * 1e3:.0f} / "
+                  f"{dc * 1e3:.0f} | {cratio} |", flush=True)
     dist.destroy_process_group()
     return 0
 

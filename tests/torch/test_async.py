@@ -5,10 +5,6 @@ import pytest
 import torch
 
 import gj.torch as hvd
-from gj import _lib
-
-pytestmark = pytest.mark.skipif(not _lib.has("gjIallReduce") or not _lib.has("gjCommSetCheck"),
-                                reason="the loaded library predates nonblocking requests")
 
 
 def test_many_requests_in_flight_synchronized_in_any_order(world):
@@ -32,6 +28,20 @@ def test_poll_reports_completion(world):
     while not hvd.poll(h):
         pass
     assert torch.equal(hvd.synchronize(h), torch.full((1 << 16,), float(n)))
+
+
+@pytest.mark.parametrize("start", [
+    lambda t: hvd.allreduce_async(t, op=hvd.Sum),
+    lambda t: hvd.grouped_allreduce_async([t], op=hvd.Sum),
+    lambda t: hvd.broadcast_async(t, root_rank=0),
+])
+def test_async_same_size_other_shape_fails_on_every_rank_and_the_set_stays_usable(world, start):
+    r, n = world
+    h = start(torch.ones((2, 3) if r == 0 else (3, 2)))
+    with pytest.raises(ValueError, match="disagree.*shape.*\\(%d, %d\\)" % ((2, 3) if r == 0 else (3, 2))):
+        hvd.synchronize(h)
+    h = hvd.allreduce_async(torch.ones(4), op=hvd.Sum)
+    assert torch.equal(hvd.synchronize(h), torch.full((4,), float(n)))
 
 
 def test_async_count_mismatch_fails_on_every_rank(world):

@@ -275,8 +275,6 @@ def test_broadcast_parameters_state_dict_and_named(world):
 
 def test_process_sets(world):
     r, n = world
-    if not _lib.has("gjCommSplit"):
-        pytest.skip("library predates gjCommSplit")
     evens = hvd.add_process_set([q for q in range(n) if q % 2 == 0])
     assert evens.included() == (r % 2 == 0)
     if evens.included():
@@ -300,3 +298,13 @@ def test_numpy_layer(world):
         assert (a == n * (n + 1) // 2).all()
         rows = comm.allgather(np.full((r + 1, 2), r, dtype=np.int16))
         assert rows.shape == (n * (n + 1) // 2, 2)
+
+
+def test_optimizer_state_mismatch_raises_on_every_rank(world):
+    r, n = world
+    model = torch.nn.Sequential(*[torch.nn.Linear(2, 2) for _ in range(1 if r == 0 else 2)])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(ValueError, match="could not load"):
+        hvd.broadcast_optimizer_state(opt, root_rank=0)
+    with pytest.raises(ValueError, match="LBFGS"):
+        hvd.broadcast_optimizer_state(torch.optim.LBFGS(model.parameters()), root_rank=0)

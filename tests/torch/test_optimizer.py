@@ -256,3 +256,22 @@ def test_process_set_optimizer(world):
         want = sum(data(q).sum(0) for q in members)
         assert torch.equal(model.a.weight.grad, torch.stack([want, want]))
     hvd.remove_process_set(ps)
+
+
+def test_parameter_unused_everywhere_then_used_on_one_rank(world, bucket_bytes):
+    r, n = world
+    model = Branches()
+    opt = make(model)
+    steps = [lambda m: m.loss_a(data(r)).backward(),                      # b unused everywhere
+             lambda m: (m.loss_a(data(r)) + (m.loss_b(data(r)) if r == 0 else 0)).backward(),
+             lambda m: (m.loss_a(data(r)) + m.loss_b(data(r))).backward()]
+    for backward in steps:
+        want = expected_grads(model, backward)
+        opt.zero_grad(set_to_none=True)
+        backward(model)
+        opt.synchronize()
+        assert_grads(model, want)
+        with opt.skip_synchronize():
+            opt.step()
+    weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    assert torch.equal(hvd.broadcast(weights, 0), weights)

@@ -26,6 +26,21 @@ def test_missing_library_names_every_place_tried():
     assert "Set GJ_COLLECTIVES_LIB" in out.stderr
 
 
+def test_library_lacking_a_symbol_is_refused_naming_it(tmp_path):
+    # A real shared library that exports all of gj's C ABI but gjTest: what a stale build is.
+    from gj import _lib
+    names = [n for n in _lib.SIGNATURES if n != "gjTest"]
+    src = tmp_path / "stub.c"
+    src.write_text("".join(f"int {n}(void) {{ return 0; }}\n" for n in names))
+    stub = tmp_path / "libgj_collectives.so.0"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(stub), str(src)], check=True, timeout=60)
+    out = _python("import gj", GJ_COLLECTIVES_LIB=str(stub))
+    assert out.returncode != 0
+    assert "ImportError" in out.stderr
+    assert f"the collectives library {stub} has no symbol gjTest" in out.stderr
+    assert "Rebuild and reinstall gj" in out.stderr
+
+
 def test_public_api_is_horovods():
     out = _python("import gj.torch as h; missing = [n for n in h.__all__ if not hasattr(h, n)]; "
                   "print(missing); print(h.Average, h.Sum, h.Adasum, h.Min, h.Max, h.Product)")

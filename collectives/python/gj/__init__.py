@@ -20,8 +20,6 @@ dtypes: float32, float64, float16, int32, int64, uint8 reduce; int8, int16 and b
 dtype="bfloat16". Failures raise GjError carrying the library's result code and detail.
 """
 
-import ctypes
-
 from . import _core, _lib
 from ._lib import GjError, library_path
 
@@ -194,5 +192,3 @@ def finalize():
     """Finalizes MPI if the library initialized it and no communicator is alive."""
     _core.finalize()
 
-
-del ctypes

@@ -1,16 +1,12 @@
 """The communicator and request objects over raw buffers: pointers, element counts, gj dtype
 codes. Both frontends (numpy in gj, torch in gj.torch) describe their arrays this way.
-
-Where the loaded library predates an operation of gj/collectives.h, the operation falls back to
-ones it has, with the same results: nonblocking calls run at once and return a completed
-request, scaling is done on host buffers around the plain reduction, allgather is a sum of
-zero-padded bytes, reduce-scatter an allreduce of a copy. Fallbacks serve host buffers only.
+Every call maps to one function of gj/collectives.h (_lib checked at import that all exist).
 """
 
 import ctypes
 
 from . import _lib
-from ._lib import GjError, check, has, lib
+from ._lib import GjError, check, lib
 
 _c_void_p_array = lambda values: (ctypes.c_void_p * len(values))(*values)  # noqa: E731
 _c_size_array = lambda values: (ctypes.c_size_t * len(values))(*values)  # noqa: E731
@@ -27,7 +23,7 @@ class Request:
     __slots__ = ("_handle", "_comm", "_call", "_error")
 
     def __init__(self, handle, comm, call):
-        self._handle = handle  # None: completed already (fallback, or after test/wait)
+        self._handle = handle  # None: completed already (blocking, or after test/wait)
         self._comm = comm
         self._call = call
         self._error = None
@@ -105,17 +101,10 @@ class Comm:
     # ---- settings ------------------------------------------------------------------------
     def set_check(self, enabled):
         """Turns the library's cross-rank agreement check on or off (every rank at the same
-        point of its call sequence). Returns False when the library cannot (too old)."""
-        if not has("gjCommSetCheck"):
-            return False
+        point of its call sequence)."""
         if bool(enabled) != self._check_on:
             self._run("gjCommSetCheck", self._h(), 1 if enabled else 0)
             self._check_on = bool(enabled)
-        return True
-
-    @property
-    def nonblocking(self):
-        return has("gjIallReduce")
 
     def is_device_backend_nccl(self):
         out = ctypes.c_int()
@@ -133,106 +122,59 @@ class Comm:
     def fusion_threshold(self, nbytes):
         self._run("gjCommSetFusionThreshold", self._h(), nbytes)
 
-    # ---- collectives ----------------------------------------------------------------------
+    # ---- collectives: nonblocking=True returns a Request, otherwise None --------------------
     def allreduce(self, send, recv, count, dtype, op, prescale=1.0, postscale=1.0, stream=None,
                   nonblocking=False):
-        scaled = prescale != 1.0 or postscale != 1.0
-        if nonblocking and has("gjIallReduce"):
+        if nonblocking:
             return self._start("gjIallReduce", send, recv, count, dtype, op, prescale, postscale,
                                self._h(), stream)
-        if not scaled:
+        if prescale == 1.0 and postscale == 1.0:
             self._run("gjAllReduce", send, recv, count, dtype, op, self._h(), stream)
-        elif has("gjAllReduceScaled"):
+        else:
             self._run("gjAllReduceScaled", send, recv, count, dtype, op, prescale, postscale,
                       self._h(), stream)
-        else:
-            _host_copy(recv, send, count, dtype)
-            _host_scale(recv, count, dtype, prescale)
-            self._run("gjAllReduce", recv, recv, count, dtype, op, self._h(), stream)
-            _host_scale(recv, count, dtype, postscale)
-        return Request.done() if nonblocking else None
 
     def grouped_allreduce(self, sends, recvs, counts, dtype, op, prescale=1.0, postscale=1.0,
                           stream=None, nonblocking=False):
         n = len(counts)
         s, r, c = _c_void_p_array(sends), _c_void_p_array(recvs), _c_size_array(counts)
-        scaled = prescale != 1.0 or postscale != 1.0
-        if nonblocking and has("gjIgroupedAllReduce"):
+        if nonblocking:
             return self._start("gjIgroupedAllReduce", s, r, c, n, dtype, op, prescale, postscale,
                                self._h(), stream)
-        if not scaled:
+        if prescale == 1.0 and postscale == 1.0:
             self._run("gjGroupedAllReduce", s, r, c, n, dtype, op, self._h(), stream)
-        elif has("gjGroupedAllReduceScaled"):
+        else:
             self._run("gjGroupedAllReduceScaled", s, r, c, n, dtype, op, prescale, postscale,
                       self._h(), stream)
-        else:
-            for i in range(n):
-                _host_copy(recvs[i], sends[i], counts[i], dtype)
-                _host_scale(recvs[i], counts[i], dtype, prescale)
-            self._run("gjGroupedAllReduce", r, r, c, n, dtype, op, self._h(), stream)
-            for i in range(n):
-                _host_scale(recvs[i], counts[i], dtype, postscale)
-        return Request.done() if nonblocking else None
 
     def broadcast(self, buf, count, dtype, root, stream=None, nonblocking=False):
-        if nonblocking and has("gjIbroadcast"):
+        if nonblocking:
             return self._start("gjIbroadcast", buf, count, dtype, root, self._h(), stream)
         self._run("gjBroadcast", buf, count, dtype, root, self._h(), stream)
-        return Request.done() if nonblocking else None
 
     def allgatherv(self, send, recv, counts, dtype, stream=None, nonblocking=False):
         """counts[r] elements from rank r, concatenated in rank order into recv."""
         c = _c_size_array(counts)
-        if nonblocking and has("gjIallGatherV"):
+        if nonblocking:
             return self._start("gjIallGatherV", send, recv, c, dtype, self._h(), stream)
-        if has("gjAllGatherV"):
-            self._run("gjAllGatherV", send, recv, c, dtype, self._h(), stream)
-        else:  # every byte is nonzero on at most one rank, so a uint8 sum is exact
-            size = dtype_size(dtype)
-            total = sum(counts) * size
-            if total:
-                ctypes.memset(recv, 0, total)
-                mine = counts[self.rank] * size
-                if mine:
-                    ctypes.memmove(recv + sum(counts[:self.rank]) * size, send, mine)
-                self._run("gjAllReduce", recv, recv, total, _lib.UINT8, _lib.SUM, self._h(), stream)
-        return Request.done() if nonblocking else None
+        self._run("gjAllGatherV", send, recv, c, dtype, self._h(), stream)
 
     def reducescatter(self, send, recv, counts, dtype, op, prescale=1.0, postscale=1.0, stream=None,
                       nonblocking=False):
         c = _c_size_array(counts)
-        if nonblocking and has("gjIreduceScatter"):
+        if nonblocking:
             return self._start("gjIreduceScatter", send, recv, c, dtype, op, prescale, postscale,
                                self._h(), stream)
-        if has("gjReduceScatter"):
-            self._run("gjReduceScatter", send, recv, c, dtype, op, prescale, postscale, self._h(), stream)
-        else:
-            total = sum(counts)
-            tmp = (ctypes.c_char * max(1, total * dtype_size(dtype)))()
-            self.allreduce(send, ctypes.addressof(tmp), total, dtype, op, prescale, postscale)
-            mine = counts[self.rank] * dtype_size(dtype)
-            if mine:
-                ctypes.memmove(recv, ctypes.addressof(tmp) + sum(counts[:self.rank]) * dtype_size(dtype),
-                               mine)
-        return Request.done() if nonblocking else None
+        self._run("gjReduceScatter", send, recv, c, dtype, op, prescale, postscale, self._h(), stream)
 
     def barrier(self, nonblocking=False):
-        if nonblocking and has("gjIbarrier"):
+        if nonblocking:
             return self._start("gjIbarrier", self._h())
-        if has("gjBarrier"):
-            self._run("gjBarrier", self._h())
-        else:
-            one = ctypes.c_int32(1)
-            self._run("gjAllReduce", ctypes.addressof(one), ctypes.addressof(one), 1, _lib.INT32, _lib.SUM,
-                      self._h(), None)
-        return Request.done() if nonblocking else None
+        self._run("gjBarrier", self._h())
 
     def split(self, color, key):
         """Collective over this communicator: a new Comm of the ranks with the same color >= 0,
         ordered by key; None where color < 0."""
-        if not has("gjCommSplit"):
-            raise GjError("gjCommSplit", _lib.UNSUPPORTED,
-                          f"the loaded library {_lib.library_path} predates gjCommSplit; rebuild it")
         out = ctypes.c_void_p()
         self._run("gjCommSplit", self._h(), color, key, ctypes.byref(out))
         return Comm(out) if out.value else None
@@ -250,31 +192,3 @@ class Comm:
 
 def finalize():
     check(lib.gjFinalize(), "gjFinalize")
-
-
-# ---- host-buffer helpers of the fallbacks ------------------------------------------------
-_CTYPES = {_lib.FLOAT32: ctypes.c_float, _lib.FLOAT64: ctypes.c_double, _lib.INT32: ctypes.c_int32,
-           _lib.INT64: ctypes.c_int64, _lib.UINT8: ctypes.c_uint8}
-
-
-def _host_copy(dst, src, count, dtype):
-    if dst != src and count:
-        ctypes.memmove(dst, src, count * dtype_size(dtype))
-
-
-def _host_scale(buf, count, dtype, factor):
-    if factor == 1.0 or not count:
-        return
-    import numpy as np  # only the fallback needs it
-    kinds = {_lib.FLOAT32: np.float32, _lib.FLOAT64: np.float64, _lib.FLOAT16: np.float16,
-             _lib.INT32: np.int32, _lib.INT64: np.int64, _lib.UINT8: np.uint8}
-    if dtype not in kinds:
-        raise GjError("gjAllReduceScaled", _lib.UNSUPPORTED,
-                      f"the loaded library {_lib.library_path} predates scaling and "
-                      f"{_lib.DTYPE_NAMES[dtype]} cannot be scaled here; rebuild the library")
-    a = np.ctypeslib.as_array((ctypes.c_char * (count * dtype_size(dtype))).from_address(buf))
-    a = a.view(kinds[dtype])
-    if dtype in (_lib.FLOAT32, _lib.FLOAT16):
-        a[...] = (a.astype(np.float32) * np.float32(factor)).astype(kinds[dtype])
-    else:
-        a[...] = np.trunc(a.astype(np.float64) * factor).astype(kinds[dtype])

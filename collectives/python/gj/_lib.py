@@ -105,19 +105,23 @@ SIGNATURES = {
     "gjDataTypeSize": (_sz, [_i]),
     "gjFinalize": (_i, []),
 }
-# Symbols this library has; a library older than this package lacks the newer ones, and the
-# callers in _core fall back (or say which symbol is missing).
-available = set()
-for _name, (_restype, _argtypes) in SIGNATURES.items():
-    _fn = getattr(lib, _name, None)
-    if _fn is None:
-        continue
-    _fn.restype, _fn.argtypes = _restype, _argtypes
-    available.add(_name)
 
 
-def has(name):
-    return name in available
+def _declare(library, path):
+    """Gives every function of SIGNATURES its C signature; ImportError naming the first missing
+    one. The package ships with its library, so a missing symbol means a stale or foreign .so."""
+    for name, (restype, argtypes) in SIGNATURES.items():
+        try:
+            fn = getattr(library, name)
+        except AttributeError:
+            raise ImportError(f"gj: the collectives library {path} has no symbol {name}: it is older "
+                              f"than this gj package or not libgj_collectives. Rebuild and reinstall gj "
+                              f"(cmake --build <build> --target gj_python, or the gj-mpirun package), or "
+                              f"point {LIB_ENV} at the library built with this package.") from None
+        fn.restype, fn.argtypes = restype, argtypes
+
+
+_declare(lib, library_path)
 
 
 class GjError(RuntimeError):
@@ -138,5 +142,5 @@ def check(code, call, comm=None):
 
 
 def capabilities():
-    """gjBuildCapabilities() bits (CAP_CUDA, CAP_NCCL); 0 from a library that predates it."""
-    return lib.gjBuildCapabilities() if has("gjBuildCapabilities") else 0
+    """gjBuildCapabilities() bits (CAP_CUDA, CAP_NCCL)."""
+    return lib.gjBuildCapabilities()

@@ -30,6 +30,13 @@ using Clock = std::chrono::steady_clock;
 // and a lost wake-up would cost at most this long.
 constexpr long kSleepSliceNs = 20'000'000;
 
+// A spinner whose peer is late by more than kNapAfterMs (busy elsewhere, e.g. in its backward
+// pass while this rank's progress thread waits) naps kNapNs per check instead of yielding: a
+// yield loop keeps the thread runnable and takes half the core from this rank's own compute
+// threads; the nap adds at most kNapNs to a wait already kNapAfterMs long.
+constexpr long kNapAfterMs = 1;
+constexpr long kNapNs = 50'000;
+
 // The futex is the counter's low 32 bits: every increment changes them (a wrap of exactly
 // 2^32 stages between a sleeper's load and its futex call cannot happen). Not a private
 // futex: the word lives in memory shared between processes.
@@ -77,12 +84,19 @@ void wait_slow(const std::atomic<std::uint64_t>& counter, std::uint64_t value, c
                int peer) {
   if (spin(counter, value, policy.spins)) return;
   const auto start = Clock::now();
+  bool nap = false;
   for (unsigned n = 1;; ++n) {
-    sched_yield();
+    if (nap) {
+      const timespec t{0, kNapNs};
+      nanosleep(&t, nullptr);
+    } else {
+      sched_yield();
+    }
     if (counter.load(std::memory_order_acquire) >= value) return;
-    if (policy.timeout_ms > 0 && n % 64 == 0) {
+    if (n % 64 == 0) {
       const long waited = waited_ms(start);
-      if (waited >= policy.timeout_ms) throw_timeout(waited, me, peer, value, counter.load());
+      nap = waited >= kNapAfterMs;
+      if (policy.timeout_ms > 0 && waited >= policy.timeout_ms) throw_timeout(waited, me, peer, value, counter.load());
     }
   }
 }

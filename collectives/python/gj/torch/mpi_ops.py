@@ -6,7 +6,10 @@ ignored). Mismatches raise on every rank instead of hanging:
 - a blocking call first agrees on a signature (operation, dtype, shape, op, root, factors) with
   one small allreduce, and raises ValueError on every rank when any rank differs;
 - a nonblocking call turns on the library's agreement check (count, dtype, op, root) for its
-  request, which then fails on every rank with HorovodInternalError.
+  request, which then fails on every rank with HorovodInternalError; the rest of the blocking
+  signature (shape, factors: what a count cannot tell) travels in a small nonblocking request
+  issued just before it, so synchronize() raises ValueError on every rank for a same-size,
+  different-shape tensor.
 """
 
 import ctypes
@@ -17,7 +20,6 @@ import warnings
 import torch
 
 from .. import _lib
-from .._core import Request
 from .._lib import GjError
 from . import _basics
 from ._basics import global_process_set
@@ -98,6 +100,9 @@ def synchronize(handle):
     except GjError as e:
         del _handles[handle]
         raise HorovodInternalError.wrap(e) from None
+    except ValueError:
+        del _handles[handle]
+        raise
     del _handles[handle]
     return h.finish()
 
@@ -118,10 +123,41 @@ def agree(comm, what, fields, rows=None):
     vec[2 + comm.rank] = rows if rows is not None else 0
     _call(comm.allreduce, ctypes.addressof(vec), ctypes.addressof(vec), 2 + comm.size, _lib.INT64, _lib.MAX)
     if vec[0] != h or vec[1] != -h:
-        raise ValueError(f"{what}: the ranks of the process set disagree on the call's arguments; this "
-                         f"rank (rank {comm.rank} of the set) passed {_describe(fields)}. Every rank "
-                         "must issue the same collectives in the same order with matching tensors.")
+        raise ValueError(_disagree(what, comm.rank, fields))
     return [vec[2 + r] for r in range(comm.size)]
+
+
+class _Agreement:
+    """A nonblocking agree(): MAX of (h, -h) over the set, completed like a Request; test() and
+    wait() raise the agree() ValueError on every rank when any rank's fields differed."""
+
+    __slots__ = ("_req", "_vec", "_h", "_what", "_fields", "_rank")
+
+    def __init__(self, comm, what, fields):
+        self._h, self._what, self._fields, self._rank = _digest(fields), what, fields, comm.rank
+        self._vec = (ctypes.c_int64 * 2)(self._h, -self._h)
+        addr = ctypes.addressof(self._vec)
+        self._req = comm.allreduce(addr, addr, 2, _lib.INT64, _lib.MAX, nonblocking=True)
+
+    def test(self):
+        if not self._req.test():
+            return False
+        self._verify()
+        return True
+
+    def wait(self):
+        self._req.wait()
+        self._verify()
+
+    def _verify(self):
+        if self._vec[0] != self._h or self._vec[1] != -self._h:
+            raise ValueError(_disagree(self._what, self._rank, self._fields))
+
+
+def _disagree(what, rank, fields):
+    return (f"{what}: the ranks of the process set disagree on the call's arguments; this rank (rank "
+            f"{rank} of the set) passed {_describe(fields)}. Every rank must issue the same collectives "
+            "in the same order with matching tensors.")
 
 
 def _describe(fields):
@@ -136,12 +172,17 @@ def _call(fn, *args, **kw):
 
 
 def _start(comm, what, fields, run, asynchronous):
-    """Issues run(nonblocking) -> Request; a blocking call agrees on fields first."""
-    if asynchronous and comm.nonblocking and comm.set_check(True):
-        return _call(run, True)
+    """Issues run(nonblocking) -> Request(s); the requests to complete. A blocking call agrees on
+    fields first; a nonblocking one issues the agreement as a request of its own, first (the
+    data request's list comes first: waiting for it first keeps its buffers' lifetime simple)."""
+    if asynchronous:
+        comm.set_check(True)
+        agreement = _call(_Agreement, comm, what, fields)
+        reqs = _call(run, True)
+        return (reqs if isinstance(reqs, list) else [reqs]) + [agreement]
     agree(comm, what, fields)
     _call(run, False)
-    return Request.done()
+    return []
 
 
 def _sig(tensor):
@@ -172,8 +213,8 @@ def _allreduce_async(tensor, output, op, prescale, postscale, process_set, what,
         return comm.allreduce(ptr(tensor), ptr(output), tensor.numel(), code, _GJ_OPS[op], prescale,
                               postscale, stream(tensor), nonblocking=nb)
 
-    req = _start(comm, what, fields, run, asynchronous)
-    return _new_handle([req], lambda: output, (tensor, output))
+    reqs = _start(comm, what, fields, run, asynchronous)
+    return _new_handle(reqs, lambda: output, (tensor, output))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -258,12 +299,7 @@ def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchron
                                        stream(tensors[idx[0]]), nonblocking=nb)
                 for c, idx in by_dtype.items()]
 
-    if asynchronous and comm.nonblocking and comm.set_check(True):
-        reqs = _call(run, True)
-    else:
-        agree(comm, what, fields)
-        _call(run, False)
-        reqs = []
+    reqs = _start(comm, what, fields, run, asynchronous)
     return _new_handle(reqs, lambda: outputs, (tensors, outputs))
 
 
@@ -328,8 +364,8 @@ def _broadcast_async(tensor, output, root_rank, process_set, what, asynchronous=
         return comm.broadcast(ptr(output), output.numel() * output.element_size(), _lib.UINT8, root_rank,
                               stream(output), nonblocking=nb)
 
-    req = _start(comm, what, fields, run, asynchronous)
-    return _new_handle([req], lambda: output, (tensor, output))
+    reqs = _start(comm, what, fields, run, asynchronous)
+    return _new_handle(reqs, lambda: output, (tensor, output))
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
@@ -391,7 +427,7 @@ def _allgather_async(tensor, process_set, what, asynchronous=True):
     def run(nb):
         return comm.allgatherv(ptr(tensor), ptr(out), counts, _lib.UINT8, stream(tensor), nonblocking=nb)
 
-    req = _call(run, asynchronous and comm.nonblocking)
+    req = _call(run, asynchronous)
     return _new_handle([req] if req is not None else [], lambda: out, (tensor, out)), rows
 
 
@@ -458,8 +494,8 @@ def _reducescatter_async(tensor, op, pre, post, process_set, what, asynchronous=
         return comm.reducescatter(ptr(tensor), ptr(out), [r * row for r in rows], code, _GJ_OPS[op], pre,
                                   post, stream(tensor), nonblocking=nb)
 
-    req = _start(comm, what, fields, run, asynchronous)
-    return _new_handle([req], lambda: out, (tensor, out))
+    reqs = _start(comm, what, fields, run, asynchronous)
+    return _new_handle(reqs, lambda: out, (tensor, out))
 
 
 def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,

@@ -10,11 +10,13 @@ order, whatever order its hooks fire in and whichever gradients it has:
 - a parameter with a gradient on some rank gets the reduced gradient on every rank;
 - a parameter with a gradient on no rank keeps its .grad untouched (None stays None, so the
   optimizer skips it as without distribution: frozen layers stay frozen);
-- requires_grad may change between steps: the plan covers every parameter of the optimizer.
+- requires_grad may change between steps: the plan covers every parameter of the optimizer;
+  a parameter with a gradient on no rank in the previous step leaves the step's buckets (the
+  flag exchange made that set identical everywhere) and is reduced after the flag exchange
+  should it get a gradient after all.
 """
 
 import contextlib
-import ctypes
 import os
 import threading
 
@@ -76,10 +78,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._index = {id(p): i for i, p in enumerate(self._params)}
         self._buckets = plan_buckets(nbytes, [str(d) for d in wire], _bucket_bytes(),
                                      self._group_indices(groups, what))
-        self._bucket_of = [0] * len(self._params)
-        for b, members in enumerate(self._buckets):
-            for i in members:
-                self._bucket_of[i] = b
+        self._kinds = [str(d) for d in wire]
+        # Parameters that got a gradient on no rank in the previous step (the same set on every
+        # rank: it comes from the step's flag exchange). They leave the step's buckets, so a
+        # frozen or unused parameter never holds back the buckets after it; should one get a
+        # gradient after all, it is reduced at synchronize, after the flag exchange says so.
+        self._skip = frozenset()
         mpi_ops.agree(self._comm, what, (
             ("parameters", tuple((tuple(p.shape), str(p.dtype)) for p in self._params)),
             ("buckets", tuple(tuple(b) for b in self._buckets)), ("op", op),
@@ -113,9 +117,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # ---- per-step state ----------------------------------------------------------------
     def _reset_step(self):
         self._counts = [0] * len(self._params)
-        self._missing = [len(b) for b in self._buckets]
+        self._step_buckets = [m for m in ([i for i in b if i not in self._skip] for b in self._buckets) if m]
+        self._bucket_of = {i: b for b, members in enumerate(self._step_buckets) for i in members}
+        self._missing = [len(b) for b in self._step_buckets]
         self._next_bucket = 0
-        self._inflight = []  # (bucket, request, [(index, wire tensor, fired here)])
+        self._inflight = []  # (request, [(index, wire tensor, fired here)])
 
     def _register_hooks(self):
         for i, p in enumerate(self._params):
@@ -144,17 +150,24 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             p.grad = p.grad.to_dense()
         self._counts[i] += 1
         if self._counts[i] == self.backward_passes_per_step:
-            self._missing[self._bucket_of[i]] -= 1
-            while self._next_bucket < len(self._buckets) and self._missing[self._next_bucket] == 0:
-                self._issue(self._next_bucket)
+            b = self._bucket_of.get(i)
+            if b is None:  # skipped this step: reduced at synchronize if any rank has it
+                return
+            self._missing[b] -= 1
+            while self._next_bucket < len(self._step_buckets) and self._missing[self._next_bucket] == 0:
+                self._issue(self._step_buckets[self._next_bucket])
                 self._next_bucket += 1
 
-    def _issue(self, b):
+    def _fired_here(self, i):
+        p = self._params[i]
+        return p.grad is not None and (self._counts[i] > 0 or i not in self._grad_accs)
+
+    def _issue(self, members):
         items = []
-        for i in self._buckets[b]:
+        for i in members:
             p = self._params[i]
-            fired = self._counts[i] > 0 or (i not in self._grad_accs and p.grad is not None)
-            if fired and p.grad is not None:
+            fired = self._fired_here(i)
+            if fired:
                 wire, _ = self._compression.compress(p.grad)
                 wire = wire.contiguous()
             else:
@@ -170,30 +183,34 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                                nonblocking=True)
         except GjError as e:
             raise HorovodInternalError.wrap(e) from None
-        self._inflight.append((b, req, items))
+        self._inflight.append((req, items))
 
     # ---- public API ----------------------------------------------------------------------
     def synchronize(self):
         """Issues the buckets not issued yet and waits for every reduction; afterwards each
         parameter's .grad is the reduced gradient (see the module docstring)."""
         with self._lock:
-            while self._next_bucket < len(self._buckets):
-                self._issue(self._next_bucket)
+            while self._next_bucket < len(self._step_buckets):
+                self._issue(self._step_buckets[self._next_bucket])
                 self._next_bucket += 1
-            fired = torch.zeros(max(1, len(self._params)), dtype=torch.uint8)
-            for _, _, items in self._inflight:
-                for i, _, here in items:
-                    fired[i] = 1 if here else 0
+            fired = torch.tensor([1 if self._fired_here(i) else 0 for i in range(len(self._params))] or [0],
+                                 dtype=torch.uint8)
             try:
                 flag_req = self._comm.allreduce(ptr(fired), ptr(fired), fired.numel(), _lib.UINT8, _lib.MAX,
                                                 nonblocking=True)
-                for _, req, _ in self._inflight:
-                    req.wait()
                 flag_req.wait()
+                late = [i for i in sorted(self._skip, reverse=True) if fired[i]]
+                by_kind = {}
+                for i in late:
+                    by_kind.setdefault(self._kinds[i], []).append(i)
+                for members in by_kind.values():
+                    self._issue(members)
+                for req, _ in self._inflight:
+                    req.wait()
             except GjError as e:
                 self._reset_step()
                 raise HorovodInternalError.wrap(e) from None
-            for _, _, items in self._inflight:
+            for _, items in self._inflight:
                 for i, wire, here in items:
                     p = self._params[i]
                     if here:
@@ -205,6 +222,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                             p.grad = g
                         else:
                             p.grad.copy_(g)
+            self._skip = frozenset(i for i in range(len(self._params)) if not fired[i])
             self._reset_step()
             self._register_hooks()
 
@@ -270,5 +288,3 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     wrapped.state.update(optimizer.state)
     return wrapped
 
-
-del ctypes
