@@ -1,5 +1,5 @@
 // Pure planning: JobSpec (+ worker hosts, command line, master env) -> what to launch.
-// Follows the platform's example script (seed 004) case by case; see plan.cpp.
+// Follows the platform's example launch script case by case (its four CPU/GPU cases); see plan.cpp.
 #pragma once
 
 #include <cstdint>

@@ -128,7 +128,7 @@ std::vector<Setting> make_table() {
       {"GJ_DEFAULT_EXPORTS", {{"--no-default-exports", "0"}}, "", T::Bool, "1", nullptr,
        "forward the default set of job-wide variables (see docs)", boolean(&AgentSettings::default_exports)},
       {"GJ_HOSTFILE_MODE", {{"--hostfile-mode", nullptr}}, "M", T::Choice, "auto", nullptr,
-       "auto: pass hosts in a hostfile only when the host argument nears 128 KiB; always; never",
+       "auto: pass hosts in a hostfile only when the host argument would exceed 96 KiB; always; never",
        choice(&AgentSettings::hostfile_mode,
               {{"auto", HostfileMode::Auto}, {"always", HostfileMode::Always}, {"never", HostfileMode::Never}})},
       {"GJ_RANK_ENV", {{"--no-rank-env", "0"}}, "", T::Bool, "1", nullptr,

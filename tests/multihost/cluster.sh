@@ -10,7 +10,7 @@
 # Sourced by the scenario scripts (functions mh_*), or run directly:
 #   cluster.sh check                 can this machine make namespaces? (exit 0, or 77 + reason)
 #   cluster.sh sweep                 remove what dead runs left behind (namespaces, run dirs)
-#   cluster.sh demo <gj-mpirun> <program> [args]   3-pod demo job through gj-mpirun
+#   cluster.sh demo <build-dir> [program [args]]  3-pod demo job through the build's gj-mpirun
 # Every name carries MH_PREFIX=gjmh<pid>r<random>, so parallel runs never collide and `sweep`
 # can tell a dead run's leftovers (its pid is gone) from a live one's.
 
@@ -271,6 +271,6 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     check) if why=$(mh_missing_prereqs); then echo "ok: namespaces can be made"; else echo "cannot: $why"; exit "$MH_SKIP"; fi ;;
     sweep) mh_sweep ;;
     demo) shift; exec "$MH_DIR/demo.sh" "$@" ;;
-    *) echo "usage: cluster.sh check | sweep | demo <gj-mpirun> <program> [args]" >&2; exit 2 ;;
+    *) echo "usage: cluster.sh check | sweep | demo <build-dir> [program [args...]]" >&2; exit 2 ;;
   esac
 fi

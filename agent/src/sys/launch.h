@@ -35,7 +35,7 @@ int run_job(const std::vector<std::string>& argv, bool supervise);
 // pod status). Best effort.
 void write_termination_message(const std::string& line);
 
-// ---- Added by gj_agent_sys -------------------------------------------------------------------
+// ---- Termination log, PATH lookup and process handling -----------------------------------
 
 // Same as write_termination_message, to an explicit path (tests).
 void write_termination_message_to(const std::string& path, const std::string& line);

@@ -30,6 +30,7 @@ const char* to_string(HostState s) {
     case HostState::Unresolvable: return "unresolvable";
     case HostState::Refused: return "refused";
     case HostState::TimedOut: return "timed-out";
+    case HostState::ConnectFailed: return "connect-failed";
     case HostState::SshFailed: return "ssh-failed";
     case HostState::Ready: return "ready";
   }
@@ -193,7 +194,7 @@ class Gate {
         break;
       case Phase::Connecting:
         close_connect(i);
-        fail(i, HostState::TimedOut,
+        record_failure(i, HostState::TimedOut,
              "connect timed out after " + std::to_string(opts_.connect_timeout.count()) + " ms (" + where(p) + ")", now);
         break;
       case Phase::LoggingIn:
@@ -220,7 +221,7 @@ class Gate {
       Probe& p = probes_[r.token];
       if (p.phase != Phase::Resolving) continue;
       if (r.addresses.empty()) {
-        fail(r.token, HostState::Unresolvable, "name not resolvable: " + r.reason, now);
+        record_failure(r.token, HostState::Unresolvable, "name not resolvable: " + r.reason, now);
         continue;
       }
       p.addresses = std::move(r.addresses);
@@ -248,7 +249,7 @@ class Gate {
     socklen_t len = p.target.to_sockaddr(opts_.port, &sa);
     p.fd = ::socket(p.target.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (p.fd < 0) {
-      fail(i, HostState::TimedOut, std::string("socket failed: ") + std::strerror(errno), now);
+      record_failure(i, HostState::ConnectFailed, std::string("socket failed: ") + std::strerror(errno), now);
       return;
     }
     ++connects_;
@@ -283,9 +284,9 @@ class Gate {
 
   void connect_failed(std::size_t i, int err, Clock::time_point now) {
     const std::string at = " (" + where(probes_[i]) + ")";
-    if (err == ECONNREFUSED) fail(i, HostState::Refused, "connection refused" + at, now);
-    else if (err == ETIMEDOUT) fail(i, HostState::TimedOut, "connect timed out" + at, now);
-    else fail(i, HostState::TimedOut, std::string(std::strerror(err)) + at, now);
+    if (err == ECONNREFUSED) record_failure(i, HostState::Refused, "connection refused" + at, now);
+    else if (err == ETIMEDOUT) record_failure(i, HostState::TimedOut, "connect timed out" + at, now);
+    else record_failure(i, HostState::ConnectFailed, std::string(std::strerror(err)) + at, now);
   }
 
   void dispatch(std::uint64_t tag, Clock::time_point now) {
@@ -337,7 +338,7 @@ class Gate {
     try {
       child = spawn_process(argv, so);
     } catch (const LaunchError& e) {
-      fail(i, HostState::SshFailed, "ssh login check could not start: " + e.message, now);
+      record_failure(i, HostState::SshFailed, "ssh login check could not start: " + e.message, now);
       return;
     }
     ++logins_;
@@ -399,10 +400,10 @@ class Gate {
     --logins_;
     if (status == 0) mark_ready(i, now);
     else if (status < 0)
-      fail(i, HostState::SshFailed,
+      record_failure(i, HostState::SshFailed,
            "ssh login check timed out after " + std::to_string(opts_.login_timeout.count()) + " ms", now);
     else
-      fail(i, HostState::SshFailed, "ssh login failed (status " + std::to_string(status) + "): " + last_line(p.output), now);
+      record_failure(i, HostState::SshFailed, "ssh login failed (status " + std::to_string(status) + "): " + last_line(p.output), now);
     pump_logins(now);
   }
 
@@ -415,7 +416,9 @@ class Gate {
     ++ready_;
   }
 
-  void fail(std::size_t i, HostState state, std::string detail, Clock::time_point now) {
+  // Records why host i is not ready yet and schedules its next probe (the gate retries until
+  // its deadline; nothing is thrown).
+  void record_failure(std::size_t i, HostState state, std::string detail, Clock::time_point now) {
     Probe& p = probes_[i];
     status_[i].state = state;
     status_[i].detail = std::move(detail);

@@ -17,6 +17,7 @@ enum class HostState {
   Unresolvable,  // name does not resolve (yet)
   Refused,       // TCP connection refused (sshd not listening yet)
   TimedOut,      // TCP connect timed out
+  ConnectFailed, // TCP connect failed otherwise (no route, socket error; detail says how)
   SshFailed,     // TCP ok, the ssh login check failed (detail says how)
   Ready,
 };
@@ -31,7 +32,7 @@ struct ReadinessOptions {
   // require exit 0 (e.g. {"ssh","-o","BatchMode=yes",...}). Empty = TCP check only.
   std::vector<std::string> ssh_login_prefix;
 
-  // Added by gj_agent_sys (defaults suit a Kubernetes pod; tests inject the rest):
+  // Defaults suit a Kubernetes pod; tests inject shorter ones:
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(2)};  // one TCP attempt
   // Retry cap while a host refuses connections: its pod is up and sshd is about to listen, and
   // a refusal costs one RST, so it is retried often (this bounds listen -> ready latency).
@@ -48,7 +49,7 @@ struct HostStatus {
   std::string host;
   HostState state = HostState::Pending;
   std::string detail;  // last reason, e.g. "connection refused (10.0.0.3:22)"
-  // Added by gj_agent_sys:
+  // What the gate saw, for logs and tests:
   int attempts = 0;                                 // probes started
   std::chrono::steady_clock::time_point ready_at{};  // when it became Ready (latency measurements)
 };

@@ -20,7 +20,6 @@ void reduce_into(void* acc, const void* in, std::size_t count, gjDataType_t dtyp
 // zero and saturated to the type's range (the scaling factors' rule, gjAllReduceScaled).
 void scale(void* out, const void* in, std::size_t count, gjDataType_t dtype, double scale);
 
-// Added by the performance work (see docs/benchmarks.md):
 // Integer avg's final step: buf[i] /= divisor, truncated toward zero, in the type's width
 // (i32, i64, u8 only; divisor > 0).
 void divide(void* buf, std::size_t count, gjDataType_t dtype, int divisor);

@@ -1,6 +1,6 @@
 // Intra-node allreduce over POSIX shared memory for host buffers: when every rank of a
 // communicator is on one node, ranks reduce directly in a shared segment instead of going
-// through MPI's point-to-point path. Owned by the performance work (see docs/benchmarks.md).
+// through MPI's point-to-point path (measured in docs/benchmarks.md).
 #pragma once
 
 #include <mpi.h>
@@ -14,7 +14,7 @@
 
 namespace gj::shm {
 
-// Added by the performance work. Tuning knobs; the defaults are what docs/benchmarks.md
+// Tuning knobs; the defaults are what docs/benchmarks.md
 // measured best on a 2-core node. Callers normally pass only timeout_ms (GJ_COLL_TIMEOUT_MS).
 struct ShmOptions {
   // A wait for a peer longer than this throws gj::Error(gjTimeout) naming the peer, instead of
@@ -36,7 +36,7 @@ struct ShmOptions {
 
 class ShmAllreduce {
  public:
-  // As create(comm, why_not) with the given options (added by the performance work).
+  // As create(comm, why_not) with the given options.
   static std::unique_ptr<ShmAllreduce> create(MPI_Comm comm, const ShmOptions& options,
                                               std::string* why_not = nullptr);
   // Collective over comm. Returns nullptr (and says why through `why_not`, if given) when the
@@ -52,7 +52,7 @@ class ShmAllreduce {
   virtual void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype,
                          gjRedOp_t op, double pre = 1.0, double post = 1.0) = 0;
 
-  // Added by the performance work: n tensors of one dtype, each reduced exactly as
+  // n tensors of one dtype, each reduced exactly as
   // allreduce() would (same bits), without packing them into a fusion buffer first (the two
   // copies of pack + unpack cost more than fusion saves, docs/benchmarks.md). The engine
   // reduces the tensors in one synchronized pass over their virtual concatenation (chunks
@@ -70,7 +70,7 @@ class ShmAllreduce {
   virtual void reduce_scatter(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype,
                               gjRedOp_t op, double pre = 1.0, double post = 1.0) = 0;
 
-  // Added by the performance work: whether this path is faster than MPI_Allreduce for a
+  // Whether this path is faster than MPI_Allreduce for a
   // message of `bytes` (count * element size). Pure; the same answer on every rank, so a
   // backend that consults it per call stays collective-consistent.
   virtual bool preferred(std::size_t bytes) const { return bytes > 0; }
