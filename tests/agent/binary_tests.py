@@ -538,6 +538,16 @@ def terminate_in_phase(sb, args, env, wait_for, as_pid1, what):
     """Starts gj-mpirun, waits until stderr shows `wait_for` (its phase), sends SIGTERM and checks
     exit 143 within 1 s."""
     err_path = os.path.join(sb.dir, "phase.err")
+
+    def in_phase():
+        with open(err_path) as f:
+            return wait_for in f.read()
+    terminate_in_phase_by(sb, args, env, in_phase, as_pid1, what, err_path)
+
+
+def terminate_in_phase_by(sb, args, env, in_phase, as_pid1, what, err_path=None):
+    """terminate_in_phase with the phase told by a predicate."""
+    err_path = err_path or os.path.join(sb.dir, "phase.err")
     cmd = [GJ] + args
     if as_pid1:
         cmd = [shutil.which("unshare"), "--pid", "--fork", "--kill-child"] + cmd
@@ -546,13 +556,12 @@ def terminate_in_phase(sb, args, env, wait_for, as_pid1, what):
     target = _pid1_of(p.pid) if as_pid1 else p.pid
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        with open(err_path) as f:
-            if wait_for in f.read():
-                break
+        if in_phase():
+            break
         time.sleep(0.05)
     else:
         p.kill()
-        check(False, f"{what}: never reached the phase ({wait_for!r})")
+        check(False, f"{what}: never reached the phase")
     time.sleep(0.3)
     t0 = time.monotonic()
     os.kill(target, signal.SIGTERM)
@@ -580,6 +589,24 @@ def test_sigterm_every_phase(sb):
         env["GJ_SSH_PORT"] = str(free_port())
         terminate_in_phase(sb, ["--ready-timeout", "60", sb.script], env, "waiting up to 60 s", as_pid1,
                            f"gate (pid1={as_pid1})")
+
+
+def test_sigterm_sshd_setup(sb):
+    """SIGTERM while a worker prepares its sshd (here: an ssh-keygen that never returns): 143
+    within 1 s, as PID 1 and not, and the keygen child does not outlive gj-mpirun."""
+    modes = [False] + ([True] if os.geteuid() == 0 and shutil.which("unshare") else [])
+    for as_pid1 in modes:
+        marker = f"1001.{os.getpid()}{int(as_pid1)}"
+        keygen = os.path.join(sb.dir, f"hanging-keygen-{int(as_pid1)}")
+        with open(keygen, "w") as f:
+            f.write(f"#!/bin/sh\necho 'keygen started' >&2\nexec sleep {marker}\n")
+        os.chmod(keygen, 0o755)
+        env = sb.env(role="worker")
+        env.update(GJ_SSH_KEYGEN=keygen, GJ_STATE_DIR=os.path.join(sb.dir, f"state-setup-{int(as_pid1)}"))
+        terminate_in_phase_by(sb, [sb.script], env, lambda: any(marker in _cmdline(p) for p in os.listdir("/proc")
+                                                                 if p.isdigit()),
+                              as_pid1, f"sshd setup (pid1={as_pid1})")
+        check_no_process_left("sleep " + marker)
 
 
 def test_sigterm_gate_stops_sshd(sb):
@@ -649,7 +676,7 @@ def test_hostile_inputs(sb):
 def test_sshd_setup_hostile(sb):
     """A worker's sshd preparation: a reused host key with mode 0644 is made 0600 (sshd refuses
     it otherwise); an authorized_keys that is a FIFO fails at once; an empty one is warned about;
-    a large one (8.5 MB) is copied."""
+    a large one (8.5 MB) is copied; a client key named with a space is refused."""
     if shutil.which("ssh-keygen") is None:
         print("SKIP sshd_setup_hostile: no ssh-keygen")
         return
@@ -673,6 +700,17 @@ def test_sshd_setup_hostile(sb):
     r = sb.run([sb.script], env)
     expect_rc(r, 6, "authorized_keys FIFO")
     check(time.monotonic() - t0 < 5 and "is not a regular file" in r.stderr, r.stderr)
+    # A client key whose name Open MPI's plm_rsh_args would split at the space: the master
+    # refuses it, naming it.
+    os.unlink(ak)
+    with open(ak, "w") as f:
+        f.write("ssh-ed25519 " + "A" * 80 + " k\n")
+    spaced = os.path.join(sb.ssh, "id_a b")
+    shutil.copy(os.path.join(sb.ssh, "id_rsa") if os.path.exists(os.path.join(sb.ssh, "id_rsa")) else ak, spaced)
+    r = sb.run([sb.script], sb.env())  # the master copies client keys for mpiexec's ssh
+    os.unlink(spaced)
+    expect_rc(r, 6, "client key name with a space")
+    check("id_a b" in r.stderr and "split ssh arguments on spaces" in r.stderr, r.stderr)
 
 
 def test_master_port_half_taken(sb):
