@@ -247,7 +247,7 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   const auto state = env.find("GJ_STATE_DIR");
   const std::string state_dir = state != env.end() && !state->second.empty() ? state->second : defaults::kStateDir;
   if (const auto pod_path = read_pod_path(state_dir)) ::setenv("PATH", pod_path->c_str(), 1);
-  return run_job(std::vector<std::string>(args.begin() + 2, args.end()), false);
+  exec_rank(std::vector<std::string>(args.begin() + 2, args.end()));
 }
 
 int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {

@@ -395,18 +395,28 @@ std::string capture_output(const std::vector<std::string>& argv, std::chrono::mi
   return run_and_capture(argv, max_bytes, timeout).output;
 }
 
-int run_job(const std::vector<std::string>& argv, bool supervise_job) {
-  if (argv.empty()) fail(exit_code::kInternal, "run_job: empty argv (a bug in the caller)");
-  if (supervise_job) return supervise(argv);
+namespace {
+
+[[noreturn]] void exec_in_place(const std::vector<std::string>& argv, bool reset_signals) {
+  if (argv.empty()) fail(exit_code::kInternal, "exec: empty argv (a bug in the caller)");
   const std::string path = resolve_executable(argv[0], current_path_env());
   std::vector<char*> cargv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
-  reset_signals_for_exec();
+  if (reset_signals) reset_signals_for_exec();
   ::execve(path.c_str(), cargv.data(), environ);
   int e = errno;
   fail(exec_failure_code(e), exec_failure_message(path, e));
 }
+
+}  // namespace
+
+int run_job(const std::vector<std::string>& argv, bool supervise_job) {
+  if (supervise_job) return supervise(argv);
+  exec_in_place(argv, true);
+}
+
+void exec_rank(const std::vector<std::string>& argv) { exec_in_place(argv, false); }
 
 void register_owned_process(int pid) {
   // A safety net for every path that ends the agent with exit() (a readiness failure, an

@@ -30,6 +30,10 @@ std::string capture_output(const std::vector<std::string>& argv,
 // SIGUSR1/SIGUSR2) to the child's process group, reaps every child, and returns the exit status as the shell does
 // (code, or 128+N when killed by signal N). Exec failures: 127 not found, 126 not executable.
 int run_job(const std::vector<std::string>& argv, bool supervise);
+// A rank's exec (gj-mpirun --rank-exec): argv[0] through PATH, with the signal dispositions and
+// mask the MPI launcher gave this process left as they are, as if it had started the program
+// itself (run_job resets them; hydra's ranks rely on what their proxy set). Never returns.
+[[noreturn]] void exec_rank(const std::vector<std::string>& argv);
 
 // Writes one line to /dev/termination-log when that file exists (Kubernetes shows it in the
 // pod status). Best effort.
