@@ -78,7 +78,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const bool agent = gj::dns_name_problem(name).empty();
     GJ_FUZZ_CHECK(oracle == agent, std::string("dns_name_problem disagrees with RFC 1123 oracle on ") + name);
     all_valid = all_valid && oracle;
-    distinct.insert(name);
+    // DNS names are case-insensitive: "a" and "A" name one pod.
+    std::string folded = name;
+    for (char& c : folded) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    distinct.insert(folded);
   }
   const bool should_accept = all_valid && distinct.size() == entries.size();
 
