@@ -201,8 +201,8 @@ mh_pod_init_pid() { pgrep -P "${MH_PID[$1]}" 2>/dev/null | head -n1; }
 # mh_pod_wait <pod> <seconds>: waits for the pod's command and sets MH_RC to its exit status
 # (128+N for signal N). Returns 1 with MH_RC=timeout when it still runs after <seconds>.
 # (Not usable inside $(...): a subshell cannot wait for the pod.)
-mh_pod_wait() {  # <pod> <limit-s>; MH_POD_WAIT_LIMIT, when set, replaces the limit
-  local pod=$1 limit=${MH_POD_WAIT_LIMIT:-$2} pid=${MH_PID[$1]} t=0
+mh_pod_wait() {
+  local pod=$1 limit=$2 pid=${MH_PID[$1]} t=0
   MH_RC=0
   while kill -0 "$pid" 2>/dev/null; do
     if [ "$t" -ge $((limit * 10)) ]; then MH_RC=timeout; return 1; fi

@@ -7,11 +7,15 @@
 // Usage: mh_probe [--env NAME]... [--loop SECONDS] [--exit CODE]
 // --loop keeps doing allreduces (1 per 200 ms) so a lost rank or host stalls or fails the job,
 // which is what the kill tests need. Exit codes: 0 ok, 2 usage, 3 wrong allreduce result.
+// On an MPICH whose MPI_Finalize can deadlock (see finalize_guard) the probe breaks the deadlock.
+#include <dirent.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 enum { kMaxEnv = 32 };
@@ -19,6 +23,61 @@ enum { kMaxEnv = 32 };
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
+}
+
+// MPICH before 4.2 with the ch4:ucx device (Debian 12 ships 4.0.2) can deadlock in MPI_Finalize
+// over TCP: its netmod closes every endpoint in flush mode, a UCX TCP flush waits for the peer's
+// acknowledgement, and a peer that finished its own flushes already waits in a PMI barrier
+// without progressing UCX (MPICH 4.2 put that barrier before the flushes). This program tests the
+// launcher, not MPICH: if MPI_Finalize has not returned after 2 s, a guard thread shuts down the
+// TCP sockets MPI opened (not those the rank inherited: PMI's, the process manager's); UCX then
+// fails the pending flushes, the close completes and MPI_Finalize returns (docs/multihost.md).
+// Listening sockets stay: UCX asserts on a listener that fails.
+enum { kMaxFd = 4096 };
+static unsigned char inherited_fd[kMaxFd];
+
+static void for_each_fd(void (*fn)(int fd)) {
+  DIR* fds = opendir("/proc/self/fd");
+  if (!fds) return;
+  for (struct dirent* e; (e = readdir(fds)) != NULL;) {
+    const int fd = atoi(e->d_name);
+    if (fd > 2 && fd < kMaxFd && fd != dirfd(fds)) fn(fd);
+  }
+  closedir(fds);
+}
+
+static void mark_inherited(int fd) { inherited_fd[fd] = 1; }
+
+static int sockets_shut = 0;
+static void shut_mpi_socket(int fd) {
+  struct sockaddr_storage addr;
+  socklen_t len = sizeof addr;
+  if (inherited_fd[fd] || getsockname(fd, (struct sockaddr*)&addr, &len) != 0) return;
+  if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return;
+  int listening = 0;
+  socklen_t opt_len = sizeof listening;
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &opt_len) != 0 || listening) return;
+  if (shutdown(fd, SHUT_RDWR) == 0) ++sockets_shut;
+}
+
+static int finalize_can_deadlock(void) {
+#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION < 40200000
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  return strstr(version, "ch4:ucx") != NULL;
+#else
+  return 0;
+#endif
+}
+
+static void* finalize_guard(void* arg) {
+  (void)arg;
+  sleep_ms(2000);
+  for_each_fd(shut_mpi_socket);
+  fprintf(stderr, "mh_probe: MPI_Finalize still running after 2 s (MPICH < 4.2 ch4:ucx deadlock): shut down %d sockets\n",
+          sockets_shut);
+  return NULL;
 }
 
 int main(int argc, char** argv) {
@@ -40,6 +99,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  for_each_fd(mark_inherited);
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -80,6 +140,8 @@ int main(int argc, char** argv) {
     sleep_ms(200);
   }
 
+  pthread_t guard;
+  if (finalize_can_deadlock()) pthread_create(&guard, NULL, finalize_guard, NULL);
   MPI_Finalize();
   return exit_code;
 }
