@@ -30,7 +30,8 @@
 #include "cuda/batched_copy.h"
 #include "cuda/elementwise.h"
 #include "gj/collectives.h"
-#include "gpu_rank.h"  // tests/gpu
+#include "device_skip.h"  // tests/gpu
+#include "gpu_rank.h"     // tests/gpu
 #include "resnet50_shapes.h"
 
 namespace {
@@ -287,16 +288,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    std::printf("SKIP gj_gpu_bench: no usable CUDA device (%s)\n", cudaGetErrorString(cudaGetLastError()));
-    return 77;
-  }
-  gj::test::GpuRank me;
-  if (const std::string err = gj::test::open_gpu_rank(me); !err.empty()) {
-    std::fprintf(stderr, "gj_gpu_bench: %s\n", err.c_str());
-    return 1;
-  }
+  if (gj::test::skip_without_devices(1, "gj_gpu_bench")) return gj::test::kSkip;
+  const gj::test::GpuRank me = gj::test::open_gpu_rank_or_exit("gj_gpu_bench");
   gjComm_t comm = me.comm;
   g_rank = me.rank;
   g_size = me.size;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agreement.h"
@@ -137,32 +138,69 @@ void prepare_request(const char* call, gjRequest_t* request) {
   *request = nullptr;
 }
 
-gj::Signature signature(gj::Kind kind, std::uint64_t count, gjDataType_t dtype) {
-  gj::Signature s;
-  s.kind = kind;
-  s.count = count;
-  s.dtype = static_cast<std::uint64_t>(dtype);
-  return s;
+// The frame of every collective entry point, in the order a caller's errors are found:
+// exceptions become the result; a C caller's enums are checked (check_enums), then a
+// nonblocking call's request out-pointer (validated and cleared), then the communicator.
+// run(c, request) issues the operation; request is nullptr for a blocking call.
+template <class Run, class... Enums>
+gjResult_t collective(const char* call, gjComm_t comm, bool nonblocking, gjRequest_t* request, Run&& run,
+                      const Enums&... enums) {
+  return guarded(call, comm, [&] {
+    if constexpr (sizeof...(Enums) > 0) check_enums(call, enums...);
+    if (nonblocking) prepare_request(call, request);
+    run(live(call, comm), nonblocking ? request : nullptr);
+  });
+}
+template <class Run, class... Enums>
+gjResult_t blocking_call(const char* call, gjComm_t comm, Run&& run, const Enums&... enums) {
+  return collective(call, comm, false, nullptr, std::forward<Run>(run), enums...);
+}
+template <class Run, class... Enums>
+gjResult_t nonblocking_call(const char* call, gjComm_t comm, gjRequest_t* request, Run&& run,
+                            const Enums&... enums) {
+  return collective(call, comm, true, request, std::forward<Run>(run), enums...);
 }
 
-void allreduce(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, std::size_t count,
-               gjDataType_t dtype, gjRedOp_t op, gj::Scale scale, void* stream, gjRequest_t* request) {
+// The work item of one call: what the agreement check compares across ranks (kind, element
+// count, dtype; the caller adds what else identifies the operation), checked when
+// GJ_COLL_CHECK asks.
+gj::Work work_for(const char* call, const gjComm* c, gj::Kind kind, std::uint64_t count, gjDataType_t dtype) {
+  gj::Work w;
+  w.call = call;
+  w.sig.kind = kind;
+  w.sig.count = count;
+  w.sig.dtype = static_cast<std::uint64_t>(dtype);
+  w.check = c->config.check;
+  return w;
+}
+
+// A reduction's work item: also its op and scale factors.
+gj::Work reduction_work(const char* call, const gjComm* c, gj::Kind kind, std::uint64_t count, gjDataType_t dtype,
+                        gjRedOp_t op, gj::Scale scale) {
+  gj::Work w = work_for(call, c, kind, count, dtype);
+  w.sig.op = static_cast<std::uint64_t>(op);
+  w.sig.scale = gj::hash_scale(scale.pre, scale.post);
+  return w;
+}
+
+// What every reduction checks first: dtype and op in range, the dtype reducible, the factors.
+void validate_reduction(const char* call, gjDataType_t dtype, gjRedOp_t op, gj::Scale scale) {
   gj::validate::dtype(call, gj::enum_bits(dtype));
   gj::validate::op(call, gj::enum_bits(op));
   gj::validate::reducible(call, dtype);
   gj::validate::scale(call, scale.pre, scale.post);
+}
+
+void allreduce(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, std::size_t count,
+               gjDataType_t dtype, gjRedOp_t op, gj::Scale scale, void* stream, gjRequest_t* request) {
+  validate_reduction(call, dtype, op, scale);
   gj::validate::bytes(call, "count", count, dtype);
   gj::validate::buffer(call, "sendbuff", sendbuff, count);
   gj::validate::buffer(call, "recvbuff", recvbuff, count);
   const void* buffers[] = {sendbuff, recvbuff};
   const char* names[] = {"sendbuff", "recvbuff"};
   const Target t = target_of(c, call, buffers, names, 2);
-  gj::Work w;
-  w.call = call;
-  w.sig = signature(gj::Kind::AllReduce, count, dtype);
-  w.sig.op = static_cast<std::uint64_t>(op);
-  w.sig.scale = gj::hash_scale(scale.pre, scale.post);
-  w.check = c->config.check;
+  gj::Work w = reduction_work(call, c, gj::Kind::AllReduce, count, dtype, op, scale);
   gj::Backend* b = t.backend;
   auto body = [=] {
     if (count > 0) b->allreduce_scaled(sendbuff, recvbuff, count, dtype, op, scale, stream);
@@ -176,10 +214,7 @@ void allreduce(const char* call, gjComm* c, const void* sendbuff, void* recvbuff
 void grouped(const char* call, gjComm* c, const void* const* sendbuffs, void* const* recvbuffs,
              const std::size_t* counts, int ntensors, gjDataType_t dtype, gjRedOp_t op, gj::Scale scale,
              void* stream, gjRequest_t* request) {
-  gj::validate::dtype(call, gj::enum_bits(dtype));
-  gj::validate::op(call, gj::enum_bits(op));
-  gj::validate::reducible(call, dtype);
-  gj::validate::scale(call, scale.pre, scale.post);
+  validate_reduction(call, dtype, op, scale);
   const std::size_t total = gj::validate::tensor_list(call, sendbuffs, recvbuffs, counts, ntensors, dtype);
   std::vector<const void*> sends, buffers;
   std::vector<void*> recvs;
@@ -198,13 +233,9 @@ void grouped(const char* call, gjComm* c, const void* const* sendbuffs, void* co
   std::vector<const char*> name_ptrs;
   for (const std::string& nm : names) name_ptrs.push_back(nm.c_str());
   const Target t = target_of(c, call, buffers.data(), name_ptrs.data(), static_cast<int>(buffers.size()));
-  gj::Work w;
-  w.call = call;
-  w.sig = signature(gj::Kind::GroupedAllReduce, total / gj::dtype_size(dtype), dtype);
-  w.sig.op = static_cast<std::uint64_t>(op);
+  gj::Work w = reduction_work(call, c, gj::Kind::GroupedAllReduce, total / gj::dtype_size(dtype), dtype, op, scale);
   w.sig.ntensors = static_cast<std::uint64_t>(ntensors);
   w.sig.counts_hash = gj::hash_counts(counts, ntensors);
-  w.sig.scale = gj::hash_scale(scale.pre, scale.post);
   w.check = true;  // always: a fused buffer of different length on one rank would reduce wrong data
   gj::Backend* b = t.backend;
   const std::size_t threshold = c->fusion_threshold;
@@ -224,11 +255,8 @@ void broadcast(const char* call, gjComm* c, void* buff, std::size_t count, gjDat
   const void* buffers[] = {buff};
   const char* names[] = {"buff"};
   const Target t = target_of(c, call, buffers, names, 1);
-  gj::Work w;
-  w.call = call;
-  w.sig = signature(gj::Kind::Broadcast, count, dtype);
+  gj::Work w = work_for(call, c, gj::Kind::Broadcast, count, dtype);
   w.sig.root = static_cast<std::uint64_t>(root);
-  w.check = c->config.check;
   gj::Backend* b = t.backend;
   auto body = [=] {
     if (count > 0) b->broadcast(buff, count, dtype, root, stream);
@@ -245,10 +273,7 @@ void allgatherv(const char* call, gjComm* c, const void* sendbuff, void* recvbuf
   const void* buffers[] = {mine > 0 ? sendbuff : nullptr, recvbuff};
   const char* names[] = {"sendbuff", "recvbuff"};
   const Target t = target_of(c, call, buffers, names, 2);
-  gj::Work w;
-  w.call = call;
-  w.sig = signature(gj::Kind::AllGather, total, dtype);
-  w.check = c->config.check;
+  gj::Work w = work_for(call, c, gj::Kind::AllGather, total, dtype);
   if (w.check) w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   gj::Backend* b = t.backend;
   auto body = [=, counts = std::move(counts)] {
@@ -275,10 +300,7 @@ void allgatherv_checked(const char* call, gjComm* c, const void* sendbuff, void*
 
 void reduce_scatter(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, const std::size_t* recvcounts,
                     gjDataType_t dtype, gjRedOp_t op, gj::Scale scale, void* stream, gjRequest_t* request) {
-  gj::validate::dtype(call, gj::enum_bits(dtype));
-  gj::validate::op(call, gj::enum_bits(op));
-  gj::validate::reducible(call, dtype);
-  gj::validate::scale(call, scale.pre, scale.post);
+  validate_reduction(call, dtype, op, scale);
   const std::size_t total = gj::validate::rank_counts(call, "recvcounts", recvcounts, c->size, dtype);
   std::vector<std::size_t> counts(recvcounts, recvcounts + c->size);
   const std::size_t mine = counts[static_cast<std::size_t>(c->rank)];
@@ -287,12 +309,7 @@ void reduce_scatter(const char* call, gjComm* c, const void* sendbuff, void* rec
   const void* buffers[] = {sendbuff, mine > 0 ? recvbuff : nullptr};
   const char* names[] = {"sendbuff", "recvbuff"};
   const Target t = target_of(c, call, buffers, names, 2);
-  gj::Work w;
-  w.call = call;
-  w.sig = signature(gj::Kind::ReduceScatter, total, dtype);
-  w.sig.op = static_cast<std::uint64_t>(op);
-  w.sig.scale = gj::hash_scale(scale.pre, scale.post);
-  w.check = c->config.check;
+  gj::Work w = reduction_work(call, c, gj::Kind::ReduceScatter, total, dtype, op, scale);
   if (w.check) w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   gj::Backend* b = t.backend;
   auto body = [=, counts = std::move(counts)] {
@@ -451,153 +468,128 @@ gjResult_t gjCommSetFusionThreshold(gjComm_t comm, size_t bytes) {
 gjResult_t gjAllReduce(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype,
                        gjRedOp_t op, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjAllReduce";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype, op);
-    allreduce(call, live(call, comm), sendbuff, recvbuff, count, dtype, op, gj::Scale{}, stream, nullptr);
-  });
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    allreduce(call, c, sendbuff, recvbuff, count, dtype, op, gj::Scale{}, stream, r);
+  }, dtype, op);
 }
 
 gjResult_t gjAllReduceScaled(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype,
                              gjRedOp_t op, double prescale, double postscale, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjAllReduceScaled";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype, op);
-    allreduce(call, live(call, comm), sendbuff, recvbuff, count, dtype, op, gj::Scale{prescale, postscale}, stream,
-              nullptr);
-  });
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    allreduce(call, c, sendbuff, recvbuff, count, dtype, op, gj::Scale{prescale, postscale}, stream, r);
+  }, dtype, op);
 }
 
 gjResult_t gjIallReduce(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype, gjRedOp_t op,
                         double prescale, double postscale, gjComm_t comm, void* stream, gjRequest_t* request) {
   static constexpr const char* call = "gjIallReduce";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype, op);
-    prepare_request(call, request);
-    allreduce(call, live(call, comm), sendbuff, recvbuff, count, dtype, op, gj::Scale{prescale, postscale}, stream,
-              request);
-  });
+  return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
+    allreduce(call, c, sendbuff, recvbuff, count, dtype, op, gj::Scale{prescale, postscale}, stream, r);
+  }, dtype, op);
 }
 
 gjResult_t gjBroadcast(void* buff, size_t count, gjDataType_t dtype, int root, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjBroadcast";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype);
-    broadcast(call, live(call, comm), buff, count, dtype, root, stream, nullptr);
-  });
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    broadcast(call, c, buff, count, dtype, root, stream, r);
+  }, dtype);
 }
 
 gjResult_t gjIbroadcast(void* buff, size_t count, gjDataType_t dtype, int root, gjComm_t comm, void* stream,
                         gjRequest_t* request) {
   static constexpr const char* call = "gjIbroadcast";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype);
-    prepare_request(call, request);
-    broadcast(call, live(call, comm), buff, count, dtype, root, stream, request);
-  });
+  return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
+    broadcast(call, c, buff, count, dtype, root, stream, r);
+  }, dtype);
 }
 
 gjResult_t gjGroupedAllReduce(const void* const* sendbuffs, void* const* recvbuffs, const size_t* counts,
                               int ntensors, gjDataType_t dtype, gjRedOp_t op, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjGroupedAllReduce";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype, op);
-    grouped(call, live(call, comm), sendbuffs, recvbuffs, counts, ntensors, dtype, op, gj::Scale{}, stream, nullptr);
-  });
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    grouped(call, c, sendbuffs, recvbuffs, counts, ntensors, dtype, op, gj::Scale{}, stream, r);
+  }, dtype, op);
 }
 
 gjResult_t gjGroupedAllReduceScaled(const void* const* sendbuffs, void* const* recvbuffs, const size_t* counts,
                                     int ntensors, gjDataType_t dtype, gjRedOp_t op, double prescale,
                                     double postscale, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjGroupedAllReduceScaled";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype, op);
-    grouped(call, live(call, comm), sendbuffs, recvbuffs, counts, ntensors, dtype, op,
-            gj::Scale{prescale, postscale}, stream, nullptr);
-  });
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    grouped(call, c, sendbuffs, recvbuffs, counts, ntensors, dtype, op, gj::Scale{prescale, postscale}, stream, r);
+  }, dtype, op);
 }
 
 gjResult_t gjIgroupedAllReduce(const void* const* sendbuffs, void* const* recvbuffs, const size_t* counts,
                                int ntensors, gjDataType_t dtype, gjRedOp_t op, double prescale, double postscale,
                                gjComm_t comm, void* stream, gjRequest_t* request) {
   static constexpr const char* call = "gjIgroupedAllReduce";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype, op);
-    prepare_request(call, request);
-    grouped(call, live(call, comm), sendbuffs, recvbuffs, counts, ntensors, dtype, op,
-            gj::Scale{prescale, postscale}, stream, request);
-  });
+  return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
+    grouped(call, c, sendbuffs, recvbuffs, counts, ntensors, dtype, op, gj::Scale{prescale, postscale}, stream, r);
+  }, dtype, op);
 }
 
 gjResult_t gjAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, gjDataType_t dtype, gjComm_t comm,
                        void* stream) {
   static constexpr const char* call = "gjAllGather";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype);
-    allgather(call, live(call, comm), sendbuff, recvbuff, sendcount, dtype, stream, nullptr);
-  });
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    allgather(call, c, sendbuff, recvbuff, sendcount, dtype, stream, r);
+  }, dtype);
 }
 
 gjResult_t gjIallGather(const void* sendbuff, void* recvbuff, size_t sendcount, gjDataType_t dtype, gjComm_t comm,
                         void* stream, gjRequest_t* request) {
   static constexpr const char* call = "gjIallGather";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype);
-    prepare_request(call, request);
-    allgather(call, live(call, comm), sendbuff, recvbuff, sendcount, dtype, stream, request);
-  });
+  return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
+    allgather(call, c, sendbuff, recvbuff, sendcount, dtype, stream, r);
+  }, dtype);
 }
 
 gjResult_t gjAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts, gjDataType_t dtype,
                         gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjAllGatherV";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype);
-    allgatherv_checked(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, stream, nullptr);
-  });
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    allgatherv_checked(call, c, sendbuff, recvbuff, recvcounts, dtype, stream, r);
+  }, dtype);
 }
 
 gjResult_t gjIallGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts, gjDataType_t dtype,
                          gjComm_t comm, void* stream, gjRequest_t* request) {
   static constexpr const char* call = "gjIallGatherV";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype);
-    prepare_request(call, request);
-    allgatherv_checked(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, stream, request);
-  });
+  return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
+    allgatherv_checked(call, c, sendbuff, recvbuff, recvcounts, dtype, stream, r);
+  }, dtype);
 }
 
 gjResult_t gjReduceScatter(const void* sendbuff, void* recvbuff, const size_t* recvcounts, gjDataType_t dtype,
                            gjRedOp_t op, double prescale, double postscale, gjComm_t comm, void* stream) {
   static constexpr const char* call = "gjReduceScatter";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype, op);
-    reduce_scatter(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, op, gj::Scale{prescale, postscale},
-                   stream, nullptr);
-  });
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    reduce_scatter(call, c, sendbuff, recvbuff, recvcounts, dtype, op, gj::Scale{prescale, postscale}, stream, r);
+  }, dtype, op);
 }
 
 gjResult_t gjIreduceScatter(const void* sendbuff, void* recvbuff, const size_t* recvcounts, gjDataType_t dtype,
                             gjRedOp_t op, double prescale, double postscale, gjComm_t comm, void* stream,
                             gjRequest_t* request) {
   static constexpr const char* call = "gjIreduceScatter";
-  return guarded(call, comm, [&] {
-    check_enums(call, dtype, op);
-    prepare_request(call, request);
-    reduce_scatter(call, live(call, comm), sendbuff, recvbuff, recvcounts, dtype, op, gj::Scale{prescale, postscale},
-                   stream, request);
-  });
+  return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
+    reduce_scatter(call, c, sendbuff, recvbuff, recvcounts, dtype, op, gj::Scale{prescale, postscale}, stream, r);
+  }, dtype, op);
 }
 
 gjResult_t gjBarrier(gjComm_t comm) {
   static constexpr const char* call = "gjBarrier";
-  return guarded(call, comm, [&] { barrier(call, live(call, comm), nullptr); });
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    barrier(call, c, r);
+  });
 }
 
 gjResult_t gjIbarrier(gjComm_t comm, gjRequest_t* request) {
   static constexpr const char* call = "gjIbarrier";
-  return guarded(call, comm, [&] {
-    prepare_request(call, request);
-    barrier(call, live(call, comm), request);
+  return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
+    barrier(call, c, r);
   });
 }
 

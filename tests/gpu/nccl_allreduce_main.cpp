@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "device_buffer.h"
-#include "device_skip.h"
 #include "elements.h"
+#include "expect.h"
 #include "gpu_rank.h"
 #include "gj/collectives.h"
 
@@ -34,14 +34,10 @@ namespace {
 const char* kDtypeNames[] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8"};
 const char* kOpNames[] = {"sum", "avg", "min", "max", "prod"};
 
-int g_rank = 0;
+using gj::test::g_rank;
 int g_size = 1;
-int g_failures = 0;
 
-void fail(const std::string& what) {
-  ++g_failures;
-  if (g_failures <= 20) std::fprintf(stderr, "rank %d: FAIL %s\n", g_rank, what.c_str());
-}
+void fail(const std::string& what) { gj::test::expect(false, what); }
 
 void gj_ok(gjResult_t r, gjComm_t comm, const char* call) {
   if (r != gjSuccess) {
@@ -213,18 +209,7 @@ void test_broadcast(gjComm_t comm, cudaStream_t stream, gjDataType_t dtype, std:
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 || std::strcmp(argv[1], "--ranks") != 0) {
-    std::fprintf(stderr, "usage: mpiexec -np N %s --ranks N\n", argv[0]);
-    return 2;
-  }
-  const int ranks = std::atoi(argv[2]);
-  if (gj::test::skip_without_devices(ranks, "gpu_nccl_allreduce")) return gj::test::kSkip;
-
-  gj::test::GpuRank me;
-  if (const std::string err = gj::test::open_gpu_rank(me); !err.empty()) {
-    std::fprintf(stderr, "FAIL %s\n", err.c_str());
-    return 1;
-  }
+  const gj::test::GpuRank me = gj::test::start_gpu_test(argc, argv, "gpu_nccl_allreduce");
   gjComm_t comm = me.comm;
   g_rank = me.rank;
   g_size = me.size;
@@ -253,8 +238,7 @@ int main(int argc, char** argv) {
   test_grouped(comm, other, gjBfloat16, gjAvg, true, std::size_t{1} << 20);
   gj::test::cuda_ok(cudaStreamDestroy(other), "cudaStreamDestroy");
 
-  int failures = 0;
-  MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  const int failures = gj::test::failures_on_all_ranks();
   gj::test::cuda_ok(cudaStreamDestroy(stream), "cudaStreamDestroy");
   gj_ok(gjCommDestroy(comm), nullptr, "gjCommDestroy");
   gj_ok(gjFinalize(), nullptr, "gjFinalize");

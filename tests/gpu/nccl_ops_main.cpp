@@ -22,21 +22,15 @@
 #include "device_buffer.h"
 #include "device_skip.h"
 #include "error.h"
+#include "expect.h"
+#include "gpu_rank.h"
 #include "nccl/nccl_backend.h"
 
 namespace {
 
 using gj::test::DeviceBuffer;
 
-int g_rank = 0;
-int g_failures = 0;
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) {
-    std::fprintf(stderr, "rank %d: FAIL %s\n", g_rank, what.c_str());
-    ++g_failures;
-  }
-}
+using gj::test::expect;
 
 template <typename T>
 std::vector<T> down(const DeviceBuffer& b, std::size_t n) {
@@ -219,32 +213,27 @@ int main() {
   int world = 1;
   if (const char* v = std::getenv("OMPI_COMM_WORLD_SIZE")) world = std::atoi(v);
   if (gj::test::skip_without_devices(world, "gpu_nccl_ops")) return gj::test::kSkip;
-  MPI_Init(nullptr, nullptr);
-  int size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int devices = 1;
-  gj::test::cuda_ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-  gj::test::cuda_ok(cudaSetDevice(g_rank % devices), "cudaSetDevice");
+  const gj::test::MpiRank me = gj::test::init_mpi_rank();
+  const int rank = me.rank, size = me.size;
+  gj::test::g_rank = rank;
   {
     gj::Config config;
     config.timeout_ms = 60000;
-    auto be = gj::make_nccl_backend(MPI_COMM_WORLD, g_rank, config);
+    auto be = gj::make_nccl_backend(MPI_COMM_WORLD, rank, config);
     cudaStream_t s = nullptr;
     gj::test::cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     try {
-      allgather_cases(*be, g_rank, size, s);
-      reduce_scatter_cases(*be, g_rank, size, s);
-      scaled_and_broadcast_cases(*be, g_rank, size, s);
-      failure_cases(*be, g_rank, size, s);
+      allgather_cases(*be, rank, size, s);
+      reduce_scatter_cases(*be, rank, size, s);
+      scaled_and_broadcast_cases(*be, rank, size, s);
+      failure_cases(*be, rank, size, s);
     } catch (const std::exception& e) {
       expect(false, std::string("unexpected exception: ") + e.what());
     }
     (void)cudaStreamDestroy(s);
   }
-  int all = 0;
-  MPI_Allreduce(&g_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) std::printf("%s: gpu_nccl_ops, %d ranks, %d failures\n", all == 0 ? "PASS" : "FAIL", size, all);
+  const int all = gj::test::failures_on_all_ranks();
+  if (rank == 0) std::printf("%s: gpu_nccl_ops, %d ranks, %d failures\n", all == 0 ? "PASS" : "FAIL", size, all);
   MPI_Finalize();
   return all == 0 ? 0 : 1;
 }

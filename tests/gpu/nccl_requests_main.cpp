@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "device_buffer.h"
-#include "device_skip.h"
+#include "expect.h"
 #include "gj/collectives.h"
 #include "gpu_rank.h"
 
@@ -25,16 +25,9 @@ using gj::test::DeviceBuffer;
 
 namespace {
 
-int g_rank = 0;
+using gj::test::expect;
+using gj::test::g_rank;
 int g_size = 1;
-int g_failures = 0;
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) {
-    ++g_failures;
-    if (g_failures <= 20) std::fprintf(stderr, "rank %d: FAIL %s\n", g_rank, what.c_str());
-  }
-}
 
 void gj_ok(gjResult_t r, gjComm_t comm, const std::string& call) {
   if (r != gjSuccess) {
@@ -202,16 +195,7 @@ void left_in_flight(gjComm_t comm, cudaStream_t s, DeviceBuffer& buf) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 || std::strcmp(argv[1], "--ranks") != 0) {
-    std::fprintf(stderr, "usage: mpiexec -np N %s --ranks N\n", argv[0]);
-    return 2;
-  }
-  if (gj::test::skip_without_devices(std::atoi(argv[2]), "gpu_nccl_requests")) return gj::test::kSkip;
-  gj::test::GpuRank me;
-  if (const std::string err = gj::test::open_gpu_rank(me); !err.empty()) {
-    std::fprintf(stderr, "FAIL %s\n", err.c_str());
-    return 1;
-  }
+  const gj::test::GpuRank me = gj::test::start_gpu_test(argc, argv, "gpu_nccl_requests");
   g_rank = me.rank;
   g_size = me.size;
   cudaStream_t s = nullptr;
@@ -219,16 +203,15 @@ int main(int argc, char** argv) {
   many_allreduces(me.comm, s);
   other_operations(me.comm, s);
   request_misuse(me.comm, s);
+  int failures = 0;
   {
     DeviceBuffer buf(1 << 20);
     left_in_flight(me.comm, s, buf);
-    int failures = 0;
-    MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    failures = gj::test::failures_on_all_ranks();
     gj_ok(gjCommDestroy(me.comm), nullptr, "gjCommDestroy with device requests in flight");
-    g_failures = failures;
   }
   gj::test::cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
   gj_ok(gjFinalize(), nullptr, "gjFinalize");
-  if (g_rank == 0) std::printf("%s: %d ranks, %d failures\n", g_failures == 0 ? "PASS" : "FAIL", g_size, g_failures);
-  return g_failures == 0 ? 0 : 1;
+  if (g_rank == 0) std::printf("%s: %d ranks, %d failures\n", failures == 0 ? "PASS" : "FAIL", g_size, failures);
+  return failures == 0 ? 0 : 1;
 }

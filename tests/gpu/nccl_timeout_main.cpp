@@ -16,22 +16,20 @@
 #include "device_buffer.h"
 #include "device_skip.h"
 #include "error.h"
+#include "expect.h"
+#include "gpu_rank.h"
 #include "nccl/nccl_backend.h"
 
 namespace {
 
 constexpr long kTimeoutMs = 3000;
 
-int expect(bool ok, int rank, const std::string& what) {
-  if (!ok) std::fprintf(stderr, "rank %d: FAIL %s\n", rank, what.c_str());
-  return ok ? 0 : 1;
-}
+using gj::test::expect;
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
-// Rank 0's part. Returns the number of failed expectations.
-int stall_and_time_out(gj::Backend& backend, cudaStream_t stream) {
-  int failures = 0;
+// Rank 0's part.
+void stall_and_time_out(gj::Backend& backend, cudaStream_t stream) {
   gj::test::DeviceBuffer buf(4096 * sizeof(float));
   const auto start = std::chrono::steady_clock::now();
   gjResult_t code = gjSuccess;
@@ -50,19 +48,18 @@ int stall_and_time_out(gj::Backend& backend, cudaStream_t stream) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("rank 0: after %.1f s: %s\n", seconds, message.c_str());
-  failures += expect(code == gjTimeout, 0, "a stalled collective returns gjTimeout, got code " + std::to_string(code));
-  failures += expect(contains(message, "GJ_COLL_TIMEOUT_MS=3000") && contains(message, "aborted"), 0,
-                     "the message names the timeout and the abort: " + message);
-  failures += expect(seconds >= 0.9 * kTimeoutMs / 1000 && seconds < 60, 0,
-                     "the timeout fires after about GJ_COLL_TIMEOUT_MS, took " + std::to_string(seconds) + " s");
+  expect(code == gjTimeout, "a stalled collective returns gjTimeout, got code " + std::to_string(code));
+  expect(contains(message, "GJ_COLL_TIMEOUT_MS=3000") && contains(message, "aborted"),
+         "the message names the timeout and the abort: " + message);
+  expect(seconds >= 0.9 * kTimeoutMs / 1000 && seconds < 60,
+         "the timeout fires after about GJ_COLL_TIMEOUT_MS, took " + std::to_string(seconds) + " s");
   try {
     backend.allreduce(buf.get(), buf.get(), 16, gjFloat32, gjSum, stream);
-    failures += expect(false, 0, "a call after the abort must fail");
+    expect(false, "a call after the abort must fail");
   } catch (const gj::Error& e) {
-    failures += expect(e.code() == gjInvalidUsage && contains(e.what(), "aborted after"), 0,
-                       std::string("a call after the abort returns gjInvalidUsage naming the first failure: ") + e.what());
+    expect(e.code() == gjInvalidUsage && contains(e.what(), "aborted after"),
+           std::string("a call after the abort returns gjInvalidUsage naming the first failure: ") + e.what());
   }
-  return failures;
 }
 
 }  // namespace
@@ -71,23 +68,17 @@ int main(int argc, char** argv) {
   (void)argc;
   (void)argv;
   if (gj::test::skip_without_devices(2, "gpu_nccl_timeout")) return gj::test::kSkip;
-  MPI_Init(nullptr, nullptr);
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size != 2) {
+  const gj::test::MpiRank me = gj::test::init_mpi_rank();
+  const int rank = me.rank;
+  gj::test::g_rank = rank;
+  if (me.size != 2) {
     if (rank == 0) std::fprintf(stderr, "run with mpiexec -np 2\n");
     MPI_Finalize();
     return 2;
   }
   gj::Config config;
   config.timeout_ms = kTimeoutMs;
-  int failures = 0;
   {
-    // The backend runs on the caller's current device; one node, so the local rank is the rank.
-    int devices = 1;
-    gj::test::cuda_ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-    gj::test::cuda_ok(cudaSetDevice(rank % devices), "cudaSetDevice");
     auto backend = gj::make_nccl_backend(MPI_COMM_WORLD, rank, config);
     cudaStream_t stream = nullptr;
     gj::test::cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -97,16 +88,15 @@ int main(int argc, char** argv) {
       backend->allreduce(warm.get(), warm.get(), 1024, gjFloat32, gjSum, stream);
       gj::test::cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize(warm-up)");
     }
-    if (rank == 0) failures = stall_and_time_out(*backend, stream);
+    if (rank == 0) stall_and_time_out(*backend, stream);
     MPI_Barrier(MPI_COMM_WORLD);
     const auto start = std::chrono::steady_clock::now();
     backend.reset();  // rank 0: aborted; rank 1: its peer is gone, teardown is bounded by the timeout
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    failures += expect(seconds < 60, rank, "teardown took " + std::to_string(seconds) + " s");
+    expect(seconds < 60, "teardown took " + std::to_string(seconds) + " s");
     (void)cudaStreamDestroy(stream);
   }
-  int all = 0;
-  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  const int all = gj::test::failures_on_all_ranks();
   MPI_Finalize();
   if (rank == 0) std::printf("%s: %d failures\n", all == 0 ? "PASS" : "FAIL", all);
   return all == 0 ? 0 : 1;

@@ -16,33 +16,22 @@
 #include "device_buffer.h"
 #include "device_skip.h"
 #include "error.h"
+#include "expect.h"
+#include "gpu_rank.h"
 #include "nccl/nccl_backend.h"
 #include "stall_kernel.h"
 
 namespace {
 
 constexpr long kTimeoutMs = 2000;
-int g_rank = 0;
-int g_failures = 0;
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) {
-    std::fprintf(stderr, "rank %d: FAIL %s\n", g_rank, what.c_str());
-    ++g_failures;
-  }
-}
+using gj::test::expect;
 
 }  // namespace
 
 int main() {
   if (gj::test::skip_without_devices(2, "gpu_nccl_watchdog")) return gj::test::kSkip;
-  MPI_Init(nullptr, nullptr);
-  int size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int devices = 1;
-  gj::test::cuda_ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-  gj::test::cuda_ok(cudaSetDevice(g_rank % devices), "cudaSetDevice");
+  const int rank = gj::test::init_mpi_rank().rank;
+  gj::test::g_rank = rank;
   int* host_flag = nullptr;
   int* dev_flag = nullptr;
   gj::test::cuda_ok(cudaHostAlloc(reinterpret_cast<void**>(&host_flag), sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
@@ -51,7 +40,7 @@ int main() {
   {
     gj::Config config;
     config.timeout_ms = kTimeoutMs;
-    auto be = gj::make_nccl_backend(MPI_COMM_WORLD, g_rank, config);
+    auto be = gj::make_nccl_backend(MPI_COMM_WORLD, rank, config);
     cudaStream_t s = nullptr;
     gj::test::cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     gj::test::DeviceBuffer buf(1024 * sizeof(float));
@@ -59,11 +48,11 @@ int main() {
     gj::test::cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize(warm-up)");
     MPI_Barrier(MPI_COMM_WORLD);
 
-    if (g_rank == 1) gj::test::cuda_ok(gj::test::launch_stall(dev_flag, s), "launch_stall");
+    if (rank == 1) gj::test::cuda_ok(gj::test::launch_stall(dev_flag, s), "launch_stall");
     be->allreduce(buf.get(), buf.get(), 1024, gjFloat32, gjSum, s);  // rank 0's never completes
     std::this_thread::sleep_for(std::chrono::milliseconds(3 * kTimeoutMs));  // no gj call meanwhile
 
-    if (g_rank == 0) {
+    if (rank == 0) {
       const auto t0 = std::chrono::steady_clock::now();
       const cudaError_t drained = cudaStreamSynchronize(s);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -93,9 +82,8 @@ int main() {
     (void)cudaStreamDestroy(s);
   }
   (void)cudaFreeHost(host_flag);
-  int all = 0;
-  MPI_Allreduce(&g_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) std::printf("%s: gpu_nccl_watchdog, %d failures\n", all == 0 ? "PASS" : "FAIL", all);
+  const int all = gj::test::failures_on_all_ranks();
+  if (rank == 0) std::printf("%s: gpu_nccl_watchdog, %d failures\n", all == 0 ? "PASS" : "FAIL", all);
   MPI_Finalize();
   return all == 0 ? 0 : 1;
 }

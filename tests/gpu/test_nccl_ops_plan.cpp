@@ -29,32 +29,49 @@ TEST_CASE("plan_scaled: {1,1} is plan_allreduce exactly") {
   }
 }
 
+namespace {
+
+// plan_scaled(dtype, op, ranks, prescale, postscale) and the plan it must give.
+struct ScaledCase {
+  const char* what;
+  gjDataType_t dtype;
+  gjRedOp_t op;
+  int ranks;
+  double prescale, postscale;
+  ncclRedOp_t want_op;
+  double want_prescale;
+  int want_postdivide;
+  double want_postscale;
+};
+
+void check_plan(const ScaledCase& c) {
+  INFO(c.what);
+  const ScaledPlan p = plan_scaled(c.dtype, c.op, c.ranks, c.prescale, c.postscale);
+  CHECK(p.reduce.op == c.want_op);
+  CHECK(p.reduce.prescale == c.want_prescale);
+  CHECK(p.reduce.postdivide == c.want_postdivide);
+  CHECK(p.postscale == c.want_postscale);
+}
+
+}  // namespace
+
 TEST_CASE("plan_scaled: avg on floats folds prescale and 1/n into one factor") {
-  const ScaledPlan a = plan_scaled(gjFloat16, gjAvg, 4, 0.5, 1.0);
-  CHECK(a.reduce.op == ncclSum);  // not ncclAvg: the factor already divides
-  CHECK(a.reduce.prescale == 0.125);
-  CHECK(a.postscale == 0.0);
-  const ScaledPlan b = plan_scaled(gjFloat32, gjAvg, 3, 2.0, 10.0);
-  CHECK(b.reduce.op == ncclSum);
-  CHECK(b.reduce.prescale == 2.0 / 3);
-  CHECK(b.postscale == 10.0);
-  // postscale alone keeps avg's own plan (ncclAvg for a power of two).
-  const ScaledPlan c = plan_scaled(gjBfloat16, gjAvg, 2, 1.0, 3.0);
-  CHECK(c.reduce.op == ncclAvg);
-  CHECK(c.reduce.prescale == 0.0);
-  CHECK(c.postscale == 3.0);
+  const ScaledCase cases[] = {
+      {"f16 avg, 4 ranks, prescale 0.5: ncclSum, not ncclAvg (the factor already divides)", gjFloat16, gjAvg, 4, 0.5,
+       1.0, ncclSum, 0.125, 0, 0.0},
+      {"f32 avg, 3 ranks, prescale 2, postscale 10", gjFloat32, gjAvg, 3, 2.0, 10.0, ncclSum, 2.0 / 3, 0, 10.0},
+      {"bf16 avg, 2 ranks, postscale alone: avg's own plan (ncclAvg for a power of two)", gjBfloat16, gjAvg, 2, 1.0,
+       3.0, ncclAvg, 0.0, 0, 3.0},
+  };
+  for (const ScaledCase& c : cases) check_plan(c);
 }
 
 TEST_CASE("plan_scaled: integers scale before the sum, divide (avg), then postscale") {
-  const ScaledPlan p = plan_scaled(gjInt32, gjAvg, 3, 2.0, 0.5);
-  CHECK(p.reduce.op == ncclSum);
-  CHECK(p.reduce.prescale == 2.0);
-  CHECK(p.reduce.postdivide == 3);
-  CHECK(p.postscale == 0.5);
-  const ScaledPlan q = plan_scaled(gjUint8, gjMax, 5, 3.0, 1.0);
-  CHECK(q.reduce.op == ncclMax);
-  CHECK(q.reduce.prescale == 3.0);
-  CHECK(q.postscale == 0.0);
+  const ScaledCase cases[] = {
+      {"i32 avg, 3 ranks, prescale 2, postscale 0.5", gjInt32, gjAvg, 3, 2.0, 0.5, ncclSum, 2.0, 3, 0.5},
+      {"u8 max, 5 ranks, prescale 3", gjUint8, gjMax, 5, 3.0, 1.0, ncclMax, 3.0, 0, 0.0},
+  };
+  for (const ScaledCase& c : cases) check_plan(c);
 }
 
 TEST_CASE("to_movement: every dtype moves bit for bit") {

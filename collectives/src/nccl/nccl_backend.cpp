@@ -183,9 +183,7 @@ class NcclBackend final : public Backend {
                                dtype, gjSum, nccl::Operation::kCopy};
     comm_.ensure_usable(what.call);
     if (plan.total == 0) return;
-    on_my_device(send, "sendbuff");
-    on_my_device(recv, "recvbuff");
-    DeviceScope scope(device_);
+    const DeviceScope scope = on_my_device(send, recv);
     const auto stream = static_cast<cudaStream_t>(stream_v);
     const std::size_t esize = dtype_size(dtype);
     if (plan.equal) {
@@ -220,9 +218,7 @@ class NcclBackend final : public Backend {
                                per_rank.total, dtype, op, nccl::Operation::kReduction};
     comm_.ensure_usable(what.call);
     if (per_rank.total == 0) return;
-    on_my_device(send, "sendbuff");
-    on_my_device(recv, "recvbuff");
-    DeviceScope scope(device_);
+    const DeviceScope scope = on_my_device(send, recv);
     const auto stream = static_cast<cudaStream_t>(stream_v);
     const std::size_t esize = dtype_size(dtype);
     const std::size_t mine = counts[comm_.rank()];
@@ -264,26 +260,12 @@ class NcclBackend final : public Backend {
 
   void pack(void* dst, const void* const* srcs, const std::size_t* bytes, const std::size_t* offsets, int n,
             void* stream_v) override {
-    const auto lock = comm_.guard();
-    comm_.ensure_usable("pack");
-    DeviceScope scope(device_);
-    const auto stream = static_cast<cudaStream_t>(stream_v);
-    const bool fused = fusion_.contains(dst);
-    if (fused) order_use(fusion_, stream);
-    cuda::pack(dst, srcs, bytes, offsets, n, stream);
-    if (fused) record_use(fusion_, stream);
+    batched_copy("pack", dst, stream_v, [&](cudaStream_t s) { cuda::pack(dst, srcs, bytes, offsets, n, s); });
   }
 
   void unpack(void* const* dsts, const void* src, const std::size_t* bytes, const std::size_t* offsets, int n,
               void* stream_v) override {
-    const auto lock = comm_.guard();
-    comm_.ensure_usable("unpack");
-    DeviceScope scope(device_);
-    const auto stream = static_cast<cudaStream_t>(stream_v);
-    const bool fused = fusion_.contains(src);
-    if (fused) order_use(fusion_, stream);
-    cuda::unpack(dsts, src, bytes, offsets, n, stream);
-    if (fused) record_use(fusion_, stream);
+    batched_copy("unpack", src, stream_v, [&](cudaStream_t s) { cuda::unpack(dsts, src, bytes, offsets, n, s); });
   }
 
   void abort() noexcept override {
@@ -373,14 +355,20 @@ class NcclBackend final : public Backend {
     }
   }
 
+  // A call's send and receive buffers checked (on_my_device), then this communicator's device
+  // made current for the rest of the call.
+  [[nodiscard]] DeviceScope on_my_device(const void* send, const void* recv) const {
+    on_my_device(send, "sendbuff");
+    on_my_device(recv, "recvbuff");
+    return DeviceScope(device_);
+  }
+
   void reduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
               const nccl::ScaledPlan& plan, void* stream_v) {
     const nccl::Operation what{"ncclAllReduce", count, dtype, op, nccl::Operation::kReduction};
     comm_.ensure_usable(what.call);
     if (count == 0) return;
-    on_my_device(send, "sendbuff");
-    on_my_device(recv, "recvbuff");
-    DeviceScope scope(device_);
+    const DeviceScope scope = on_my_device(send, recv);
     const auto stream = static_cast<cudaStream_t>(stream_v);
     const bool fused = fusion_.contains(send) || fusion_.contains(recv);
     if (fused) order_use(fusion_, stream);
@@ -392,6 +380,20 @@ class NcclBackend final : public Backend {
                         [&] { return nccl::describe(what); });
     track(stream, what);
     finish(recv, count, dtype, plan, stream);
+    if (fused) record_use(fusion_, stream);
+  }
+
+  // pack/unpack: copy(stream) on the caller's stream, ordered against the fusion buffer's other
+  // users when `packed` (the one contiguous side) lies in it.
+  template <class Copy>
+  void batched_copy(const char* call, const void* packed, void* stream_v, Copy&& copy) {
+    const auto lock = comm_.guard();
+    comm_.ensure_usable(call);
+    DeviceScope scope(device_);
+    const auto stream = static_cast<cudaStream_t>(stream_v);
+    const bool fused = fusion_.contains(packed);
+    if (fused) order_use(fusion_, stream);
+    copy(stream);
     if (fused) record_use(fusion_, stream);
   }
 

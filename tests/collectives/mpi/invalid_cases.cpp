@@ -132,6 +132,23 @@ void cross_rank_checks(Ctx& ctx) {
   expect_ok(ctx, F, "destroy checked comm", gjCommDestroy(checked));
 }
 
+// `name`=`value` on rank 0 only: rank 0's gjCommInitMpi fails with `code` saying `says`; every
+// other rank's fails too (gjInvalidUsage saying `elsewhere`) instead of hanging in the init.
+void bad_on_rank_zero(Ctx& ctx, const char* name, const char* value, gjResult_t code, const char* says,
+                      const char* elsewhere) {
+  const MPI_Comm world = MPI_COMM_WORLD;
+  gjComm_t c = nullptr;
+  const std::string what = std::string(name) + "=" + value + " on rank 0";
+  if (ctx.rank == 0) setenv(name, value, 1);
+  const gjResult_t rc = gjCommInitMpi(&c, &world);
+  unsetenv(name);
+  if (ctx.rank == 0) {
+    expect_error(ctx, kInvalidArgs, what, rc, code, says);
+  } else {
+    expect_error(ctx, kInvalidArgs, what + ", seen elsewhere", rc, gjInvalidUsage, elsewhere);
+  }
+}
+
 void bad_environment(Ctx& ctx) {
   const Failure F = kInvalidArgs;
   const MPI_Comm world = MPI_COMM_WORLD;
@@ -141,29 +158,13 @@ void bad_environment(Ctx& ctx) {
                "GJ_COLL_FUSION_BYTES=\"abc\" is not valid");
   unsetenv("GJ_COLL_FUSION_BYTES");
   if (c != nullptr) ctx.fail(F, "failed init left a handle");
-  if (ctx.size > 1) {  // a bad value on one rank fails every rank instead of hanging the others
-    if (ctx.rank == 0) setenv("GJ_COLL_BACKEND", "gpu", 1);
-    const gjResult_t rc = gjCommInitMpi(&c, &world);
-    unsetenv("GJ_COLL_BACKEND");
-    if (ctx.rank == 0) {
-      expect_error(ctx, F, "GJ_COLL_BACKEND=gpu on rank 0", rc, gjInvalidArgument, "GJ_COLL_BACKEND=\"gpu\"");
-    } else {
-      expect_error(ctx, F, "GJ_COLL_BACKEND=gpu on rank 0, seen elsewhere", rc, gjInvalidUsage,
+  if (ctx.size == 1) return;
+  bad_on_rank_zero(ctx, "GJ_COLL_BACKEND", "gpu", gjInvalidArgument, "GJ_COLL_BACKEND=\"gpu\"",
                    "GJ_COLL_* settings failed on another rank");
-    }
-  }
   gjBackend_t backend = gjBackendMpi;
-  if (ctx.size > 1 && gjCommBackend(ctx.comm, 1, &backend) == gjUnsupported) {
-    // GJ_COLL_BACKEND=nccl where NCCL cannot be used, on one rank only.
-    if (ctx.rank == 0) setenv("GJ_COLL_BACKEND", "nccl", 1);
-    const gjResult_t rc = gjCommInitMpi(&c, &world);
-    unsetenv("GJ_COLL_BACKEND");
-    if (ctx.rank == 0) {
-      expect_error(ctx, F, "GJ_COLL_BACKEND=nccl without NCCL", rc, gjUnsupported, "GJ_COLL_BACKEND=nccl but");
-    } else {
-      expect_error(ctx, F, "GJ_COLL_BACKEND=nccl on rank 0, seen elsewhere", rc, gjInvalidUsage,
-                   "backend choice failed on another rank");
-    }
+  if (gjCommBackend(ctx.comm, 1, &backend) == gjUnsupported) {  // NCCL cannot be used here
+    bad_on_rank_zero(ctx, "GJ_COLL_BACKEND", "nccl", gjUnsupported, "GJ_COLL_BACKEND=nccl but",
+                     "backend choice failed on another rank");
   }
 }
 

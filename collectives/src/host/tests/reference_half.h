@@ -1,6 +1,8 @@
-// Reference f16/bf16 encoders written independently of half_bits.h: they compute the exact
-// nearest representable value in double arithmetic (nearbyint = round half to even) and
-// then encode it, instead of manipulating f32 bit patterns.
+// Reference f16/bf16 encoders written independently of half_bits.h: they find the nearest
+// representable value by bisection over the ordered patterns in double arithmetic (a tie goes
+// to the even pattern), instead of manipulating f32 bit patterns.
+// Independent on purpose, down to the bit casts: an oracle that shared half_bits.h's code would
+// repeat its mistakes, and the conversion tests could not fail.
 #pragma once
 
 #include <cfenv>
