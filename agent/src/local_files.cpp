@@ -11,7 +11,7 @@
 #include "agent_error.h"
 #include "quote.h"
 #include "exit_codes.h"
-#include "sys/launch.h"
+#include "sys/path_lookup.h"
 
 namespace gj {
 namespace {
