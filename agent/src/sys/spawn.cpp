@@ -2,8 +2,9 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -20,7 +21,7 @@ namespace {
 
 // What the child reports through the close-on-exec pipe when it cannot become argv.
 struct ChildFailure {
-  int stage;  // 0 setpgid, 1 dup2, 2 execv
+  int stage;  // 0 setpgid, 1 dup2, 2 execv, 3 prctl
   int err;
 };
 
@@ -95,6 +96,7 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
   int devnull = -1;
   if (options.stdin_devnull) devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
 
+  const int parent = ::getpid();
   const int pid = ::fork();
   if (pid < 0) {
     int e = errno;
@@ -111,7 +113,11 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
       ::signal(SIGTTOU, SIG_IGN);
       ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
     }
-    reset_signals_for_exec();
+    if (options.die_with_parent) {
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) child_report(report[1], 3, errno);
+      if (::getppid() != parent) _exit(exit_code::kInternal);  // the parent died before prctl
+    }
+    if (!options.keep_signal_state) reset_signals_for_exec();
     ::execve(path.c_str(), cargv.data(), environ);
     child_report(report[1], 2, errno);
   }
@@ -133,6 +139,7 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
     forget_child(pid);
     if (failure.stage == 0) throw_syscall_error("setpgid (child of " + path + ")", failure.err);
     if (failure.stage == 1) throw_syscall_error("dup2 (child of " + path + ")", failure.err);
+    if (failure.stage == 3) throw_syscall_error("prctl(PR_SET_PDEATHSIG) (child of " + path + ")", failure.err);
     throw_launch_error(exec_failure_code(failure.err), exec_failure_message(path, failure.err));
   }
   if (out[0] >= 0) {

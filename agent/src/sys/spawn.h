@@ -21,9 +21,12 @@ struct SpawnOptions {
   bool capture_output = false;     // stdout+stderr into a pipe (ChildProcess::output_fd, O_NONBLOCK)
   bool stdin_devnull = true;       // never let a child read our stdin (ssh would)
   bool foreground_tty = false;     // with new_process_group: make it the terminal's foreground group
+  bool keep_signal_state = false;  // leave the inherited mask and ignored signals as they are
+  bool die_with_parent = false;    // the child gets SIGKILL when this process dies (PR_SET_PDEATHSIG)
 };
 
-// fork + exec of argv, with an empty signal mask and default signal dispositions in the child.
+// fork + exec of argv, with an empty signal mask and default signal dispositions in the child
+// (unless keep_signal_state).
 // Exec failures in the child are reported back through a close-on-exec pipe and thrown here,
 // so the caller never sees a "successful" spawn of something that could not run. The child is
 // in the signal-time table (termination.h) until it is reaped (child_exit.h).
