@@ -255,16 +255,15 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   // Shell startup files of the ssh session (~/.bashrc of pyenv or conda images) may have put
   // another interpreter first in PATH: the rank runs with its pod's own PATH, which the worker
   // wrote down before it became sshd (sshd rewrites its own environment block).
-  const auto state = env.find("GJ_STATE_DIR");
-  const std::string state_dir = state != env.end() && !state->second.empty() ? state->second : defaults::kStateDir;
+  const std::string state_dir = env_value(env, "GJ_STATE_DIR").value_or(defaults::kStateDir);
   if (const auto pod_path = read_pod_path(state_dir)) ::setenv("PATH", pod_path->c_str(), 1);
   const std::vector<std::string> program(args.begin() + 2, args.end());
   // Hydra (MPICH) gives each rank its PMI connection as PMI_FD, and does not end the job when a
   // rank's program fails without MPI_Abort (sys/rank_guard.h). Open MPI sets no PMI_FD.
-  if (const auto pmi = env.find("PMI_FD"); pmi != env.end()) {
+  if (const auto pmi = env_value(env, "PMI_FD")) {
     char* end = nullptr;
-    const long fd = std::strtol(pmi->second.c_str(), &end, 10);
-    if (!pmi->second.empty() && *end == '\0' && fd >= 0 && fd <= INT_MAX) return run_rank_guarded(program, static_cast<int>(fd));
+    const long fd = std::strtol(pmi->c_str(), &end, 10);
+    if (*end == '\0' && fd >= 0 && fd <= INT_MAX) return run_rank_guarded(program, static_cast<int>(fd));
   }
   exec_rank(program);
 }

@@ -7,13 +7,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "defaults.h"
 #include "exit_codes.h"
 #include "internal.h"
 
 namespace gj {
 namespace {
-
-constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // True when p is an executable regular file; otherwise *why says what it is instead (left
 // empty when p does not exist).
@@ -35,7 +34,7 @@ bool is_runnable(const std::string& p, std::string* why) {
 
 std::string current_path_env() {
   const char* p = std::getenv("PATH");
-  return (p != nullptr && *p != '\0') ? p : kDefaultPath;
+  return (p != nullptr && *p != '\0') ? p : defaults::kShellPath;
 }
 
 std::string resolve_executable(const std::string& name, const std::string& path_env) {

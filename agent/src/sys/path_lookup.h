@@ -11,8 +11,7 @@ namespace gj {
 // not an executable regular file), naming what was tried.
 std::string resolve_executable(const std::string& name, const std::string& path_env);
 
-// $PATH, or the shell's default (/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
-// when it is unset or empty.
+// $PATH, or the shell's default (defaults::kShellPath) when it is unset or empty.
 std::string current_path_env();
 
 }  // namespace gj
