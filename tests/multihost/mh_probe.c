@@ -8,9 +8,11 @@
 // Usage: mh_probe [--env NAME]... [--loop SECONDS] [--exit CODE] [--fail RANK CODE]
 // --loop keeps doing allreduces (1 per 200 ms) so a lost rank or host stalls or fails the job,
 // which is what the kill tests need. --fail R C: rank R exits with C after the first allreduce,
-// without MPI_Finalize (a training script that dies), while the others go on.
+// without MPI_Finalize (a training script that dies), while the others go on; C < 0: rank R
+// kills itself with signal -C instead.
 // Exit codes: 0 ok, 2 usage, 3 wrong allreduce result.
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
   if (rank == fail_rank) {
     printf("FAIL %d exit=%d\n", rank, fail_code);
     fflush(stdout);
+    if (fail_code < 0) kill(getpid(), -fail_code);  // dies of that signal (SIGKILL: the OOM killer)
     exit(fail_code);
   }
   MPI_Barrier(MPI_COMM_WORLD);
