@@ -15,9 +15,14 @@ namespace gj {
 namespace {
 
 volatile sig_atomic_t g_program_pid = 0;
+volatile sig_atomic_t g_early_signal = 0;  // arrived before the program's pid was known
 
 extern "C" void pass_on(int sig) {
-  if (g_program_pid > 0) ::kill(g_program_pid, sig);
+  if (g_program_pid > 0) {
+    ::kill(g_program_pid, sig);
+  } else {
+    g_early_signal = sig;
+  }
 }
 
 // The signals a launcher sends a rank to end or notify it; ignored ones stay ignored.
@@ -51,6 +56,7 @@ int run_rank_guarded(const std::vector<std::string>& argv, int pmi_fd) {
   opt.die_with_parent = true;
   const ChildProcess program = spawn_process(argv, opt);
   g_program_pid = program.pid;
+  if (const int early = g_early_signal; early != 0) ::kill(program.pid, early);
   int st = 0;
   while (::waitpid(program.pid, &st, 0) < 0 && errno == EINTR) {
   }
