@@ -9,9 +9,10 @@
 #include <filesystem>
 
 #include "agent_error.h"
+#include "defaults.h"
 #include "quote.h"
 #include "exit_codes.h"
-#include "sys/launch.h"
+#include "sys/path_lookup.h"
 
 namespace gj {
 namespace {
@@ -28,10 +29,7 @@ std::string current_dir() {
   return buf;
 }
 
-std::string path_of(const EnvMap& env) {
-  const auto it = env.find("PATH");
-  return it != env.end() && !it->second.empty() ? it->second : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-}
+std::string path_of(const EnvMap& env) { return env_value(env, "PATH").value_or(defaults::kShellPath); }
 
 }  // namespace
 

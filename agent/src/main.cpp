@@ -15,7 +15,9 @@
 #include "logging.h"
 #include "rank_env.h"
 #include "roles.h"
-#include "sys/launch.h"
+#include "sys/process_registry.h"
+#include "sys/termination_log.h"
+#include "sys/warnings.h"
 #include "sys/termination.h"
 #include "quote.h"
 

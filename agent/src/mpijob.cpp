@@ -34,12 +34,6 @@ std::int64_t line_slots(const std::string& origin, std::size_t line, const std::
   return n;
 }
 
-std::optional<std::string> get(const EnvMap& env, const char* name) {
-  const auto it = env.find(name);
-  if (it == env.end() || it->second.empty()) return std::nullopt;
-  return it->second;
-}
-
 }  // namespace
 
 MpiJobEnv mpijob_env(const EnvMap& env) {
@@ -48,7 +42,7 @@ MpiJobEnv mpijob_env(const EnvMap& env) {
                                                      {"HYDRA_HOST_FILE", MpiFlavour::Mpich},
                                                      {"I_MPI_HYDRA_HOST_FILE", MpiFlavour::Intel}};
   for (const auto& [name, flavour] : vars) {
-    if (const auto v = get(env, name)) {
+    if (const auto v = env_value(env, name)) {
       out.hostfile = *v;
       out.hostfile_variable = name;
       out.flavour = flavour;

@@ -28,12 +28,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-std::optional<std::string> get(const EnvMap& env, const char* name) {
-  const auto it = env.find(name);
-  if (it == env.end() || it->second.empty()) return std::nullopt;
-  return it->second;
-}
-
 }  // namespace
 
 const std::vector<const char*>& rank_env_names() {
@@ -78,18 +72,18 @@ RankEnvSpec decode_rank_env_spec(const std::string& text) {
 RankEnv rank_environment(const EnvMap& env, const RankEnvSpec& spec) {
   RankEnv out;
   std::optional<std::string> rank, size, local_rank, local_size;
-  if (get(env, "OMPI_COMM_WORLD_RANK")) {
+  if (env_value(env, "OMPI_COMM_WORLD_RANK")) {
     out.source = "OMPI_COMM_WORLD_*";
-    rank = get(env, "OMPI_COMM_WORLD_RANK");
-    size = get(env, "OMPI_COMM_WORLD_SIZE");
-    local_rank = get(env, "OMPI_COMM_WORLD_LOCAL_RANK");
-    local_size = get(env, "OMPI_COMM_WORLD_LOCAL_SIZE");
-  } else if (get(env, "PMI_RANK")) {
+    rank = env_value(env, "OMPI_COMM_WORLD_RANK");
+    size = env_value(env, "OMPI_COMM_WORLD_SIZE");
+    local_rank = env_value(env, "OMPI_COMM_WORLD_LOCAL_RANK");
+    local_size = env_value(env, "OMPI_COMM_WORLD_LOCAL_SIZE");
+  } else if (env_value(env, "PMI_RANK")) {
     out.source = "PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS";
-    rank = get(env, "PMI_RANK");
-    size = get(env, "PMI_SIZE");
-    local_rank = get(env, "MPI_LOCALRANKID");
-    local_size = get(env, "MPI_LOCALNRANKS");
+    rank = env_value(env, "PMI_RANK");
+    size = env_value(env, "PMI_SIZE");
+    local_rank = env_value(env, "MPI_LOCALRANKID");
+    local_size = env_value(env, "MPI_LOCALNRANKS");
   } else {
     throw AgentError{exit_code::kBadEnvironment,
                      std::string(kRankExecFlag) +
@@ -131,13 +125,13 @@ RankEnvSpec master_rank_env_spec(const std::vector<std::int64_t>& slots, const s
   RankEnvSpec spec;
   spec.slots = slots;
   RankEnvOrigin o{"the first rank's host", port_how};
-  if (const auto addr = get(env, "MASTER_ADDR")) {
+  if (const auto addr = env_value(env, "MASTER_ADDR")) {
     spec.master_addr = *addr;
     o.addr = "MASTER_ADDR set on the master";
   } else {
     spec.master_addr = first_host;
   }
-  if (const auto port = get(env, "MASTER_PORT")) {
+  if (const auto port = env_value(env, "MASTER_PORT")) {
     try {
       spec.master_port = parse_port("MASTER_PORT", *port);
     } catch (const AgentError& e) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,9 +20,13 @@
 #include "plan.h"
 #include "sys/host_facts.h"
 #include "host_name.h"
-#include "sys/launch.h"
+#include "sys/capture.h"
+#include "sys/spawn.h"
+#include "sys/supervise.h"
+#include "sys/termination_log.h"
 #include "sys/sshd_setup.h"
 #include "sys/private_files.h"
+#include "sys/rank_guard.h"
 #include "sys/readiness.h"
 #include "session_env.h"
 
@@ -231,7 +236,13 @@ int run_master(const JobSpec& spec_in, const EnvMap& env, const CommandLine& cli
   for (const auto& [name, value] : cmd.env) setenv(name.c_str(), value.c_str(), 1);
   spdlog::info("running: {}", shell_join(redacted_argv(cmd.argv)));
   const int status = run_job(cmd.argv, should_supervise(s.supervise));
-  if (status != 0) write_termination_message("mpiexec exited with status " + std::to_string(status));
+  // Supervised, the job's end is ours to report: one line in the pod log and the pod status
+  // (mpiexec's own report, when it gives one, is several lines and differs per flavour).
+  if (status != 0) {
+    const std::string line = "mpiexec exited with status " + std::to_string(status) + "; gj-mpirun exits with it";
+    spdlog::error("{}", line);
+    write_termination_message(line);
+  }
   return status;
 }
 
@@ -244,10 +255,17 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   // Shell startup files of the ssh session (~/.bashrc of pyenv or conda images) may have put
   // another interpreter first in PATH: the rank runs with its pod's own PATH, which the worker
   // wrote down before it became sshd (sshd rewrites its own environment block).
-  const auto state = env.find("GJ_STATE_DIR");
-  const std::string state_dir = state != env.end() && !state->second.empty() ? state->second : defaults::kStateDir;
+  const std::string state_dir = env_value(env, "GJ_STATE_DIR").value_or(defaults::kStateDir);
   if (const auto pod_path = read_pod_path(state_dir)) ::setenv("PATH", pod_path->c_str(), 1);
-  exec_rank(std::vector<std::string>(args.begin() + 2, args.end()));
+  const std::vector<std::string> program(args.begin() + 2, args.end());
+  // Hydra (MPICH) gives each rank its PMI connection as PMI_FD, and does not end the job when a
+  // rank's program fails without MPI_Abort (sys/rank_guard.h). Open MPI sets no PMI_FD.
+  if (const auto pmi = env_value(env, "PMI_FD")) {
+    char* end = nullptr;
+    const long fd = std::strtol(pmi->c_str(), &end, 10);
+    if (*end == '\0' && fd >= 0 && fd <= INT_MAX) return run_rank_guarded(program, static_cast<int>(fd));
+  }
+  exec_rank(program);
 }
 
 int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {

@@ -163,7 +163,7 @@ std::vector<Setting> make_table() {
       {"GJ_LOG_LEVEL", {{"--log-level", nullptr}}, "L", T::Choice, "info", nullptr, "trace, debug, info, warn, error, off",
        text(&AgentSettings::log_level)},
       // Read, not set by gj-mpirun.
-      platform("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      platform("PATH", defaults::kShellPath,
                "where mpiexec, the interpreter, sshd, ssh-keygen and a bare script name are looked up"),
   };
 }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "agent_error.h"
+#include "bool_word.h"
 #include "quote.h"
 #include "exit_codes.h"
 
@@ -31,11 +32,6 @@ bool digits_to_int64(const std::string& digits, std::int64_t& out) {
   }
   out = v;
   return true;
-}
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
 }
 
 }  // namespace
@@ -127,9 +123,7 @@ std::int64_t parse_cpu_quantity(const std::string& name, const std::string& valu
 }
 
 bool parse_bool(const std::string& name, const std::string& value) {
-  const std::string v = lower(value);
-  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
-  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  if (const auto b = bool_word(value)) return *b;
   reject(name, value, "is not a boolean", "use 1/0, true/false, yes/no or on/off");
 }
 

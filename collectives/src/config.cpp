@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "bool_word.h"
 #include "error.h"
 
 namespace gj {
@@ -73,9 +74,8 @@ long parse_millis(const char* name, const std::string& v) {
 }
 
 bool parse_flag(const char* name, const std::string& v) {
-  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
-  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
-  reject(name, v, "1, 0, true, false, yes, no, on, off");
+  if (const auto b = bool_word(v)) return *b;
+  reject(name, v, "1, 0, true, false, yes, no, on, off (any case)");
 }
 
 ShmWait parse_shm_wait(const std::string& v) {

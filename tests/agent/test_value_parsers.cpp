@@ -2,6 +2,7 @@
 
 #include "exit_codes.h"
 #include "test_support.h"
+#include "settings.h"
 #include "value_parsers.h"
 
 using namespace gj;
@@ -83,4 +84,40 @@ TEST_CASE("split_fields drops empty fields between any separators", "[values]") 
   CHECK(split_fields("", ",").empty());
   CHECK(split_fields(",,,", ",").empty());
   CHECK(split_fields("a b", ",") == V{"a b"});
+}
+
+// The boolean rule is one definition (collectives/src/common/bool_word.h) shared with the
+// library's GJ_COLL_SHM / GJ_COLL_CHECK (tests/collectives/unit/config_test.cpp has the same rows).
+TEST_CASE("parse_bool: one rule for every boolean, any letter case", "[values]") {
+  const std::pair<const char*, bool> accepted[] = {
+      {"1", true},  {"true", true},   {"TRUE", true}, {"Yes", true}, {"on", true},  {"ON", true},
+      {"0", false}, {"false", false}, {"False", false}, {"no", false}, {"OFF", false}, {"Off", false}};
+  for (const auto& [text, want] : accepted) {
+    INFO(text);
+    CHECK(parse_bool("GJ_NO_WAIT", text) == want);
+  }
+  for (const char* bad : {"2", "", "tru", " 1", "1 ", "y", "enabled", "-1"}) {
+    INFO('"' << bad << '"');
+    test::require_agent_error([&] { parse_bool("GJ_NO_WAIT", bad); }, exit_code::kBadEnvironment,
+                              "GJ_NO_WAIT=\"" + std::string(bad) + "\" is not a boolean");
+  }
+}
+
+TEST_CASE("every boolean setting of the table follows parse_bool's rule", "[values]") {
+  int booleans = 0;
+  for (const Setting& row : settings_table()) {
+    if (row.type != SettingType::Bool || row.platform()) continue;
+    ++booleans;
+    INFO(row.variable);
+    for (const char* good : {"TRUE", "Yes", "OFF", "on", "0"}) {
+      INFO(good);
+      CHECK_NOTHROW(resolve_settings({{row.variable, good}}));
+    }
+    for (const char* bad : {"2", "tru", "enabled"}) {
+      INFO(bad);
+      test::require_agent_error([&] { resolve_settings({{row.variable, bad}}); }, exit_code::kBadEnvironment,
+                                std::string(row.variable) + "=\"" + bad + "\"");
+    }
+  }
+  CHECK(booleans >= 4);  // GJ_NO_WAIT, GJ_SSH_CHECK, GJ_NO_SSHD, GJ_DEFAULT_EXPORTS, ...
 }

@@ -4,13 +4,18 @@
 //   RANK <r>/<n> host=<hostname> [NAME=value ...]      one per rank
 //   ALLREDUCE ok sum=<s> expected=<e>                  rank 0, after the check passed
 //   LOOP <r> iter=<i>                                  with --loop, one per rank per iteration
-// Usage: mh_probe [--env NAME]... [--loop SECONDS] [--exit CODE]
+//   FAIL <r> exit=<code>                               with --fail, the failing rank, before it exits
+// Usage: mh_probe [--env NAME]... [--loop SECONDS] [--exit CODE] [--fail RANK CODE]
 // --loop keeps doing allreduces (1 per 200 ms) so a lost rank or host stalls or fails the job,
-// which is what the kill tests need. Exit codes: 0 ok, 2 usage, 3 wrong allreduce result.
+// which is what the kill tests need. --fail R C: rank R exits with C after the first allreduce,
+// without MPI_Finalize (a training script that dies), while the others go on; C < 0: rank R
+// kills itself with signal -C instead.
+// Exit codes: 0 ok, 2 usage, 3 wrong allreduce result.
 // On an MPICH whose MPI_Finalize can deadlock (see finalize_guard) the probe breaks the deadlock.
 #include <dirent.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +90,7 @@ int main(int argc, char** argv) {
   int n_env = 0;
   double loop_seconds = 0;
   int exit_code = 0;
+  int fail_rank = -1, fail_code = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--env") == 0 && i + 1 < argc && n_env < kMaxEnv) {
       env_names[n_env++] = argv[++i];
@@ -92,8 +98,11 @@ int main(int argc, char** argv) {
       loop_seconds = atof(argv[++i]);
     } else if (strcmp(argv[i], "--exit") == 0 && i + 1 < argc) {
       exit_code = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--fail") == 0 && i + 2 < argc) {
+      fail_rank = atoi(argv[++i]);
+      fail_code = atoi(argv[++i]);
     } else {
-      fprintf(stderr, "mh_probe: unknown argument '%s'; usage: mh_probe [--env NAME]... [--loop S] [--exit CODE]\n",
+      fprintf(stderr, "mh_probe: unknown argument '%s'; usage: mh_probe [--env NAME]... [--loop S] [--exit CODE] [--fail RANK CODE]\n",
               argv[i]);
       return 2;
     }
@@ -123,6 +132,12 @@ int main(int argc, char** argv) {
   if (sum != expected) {
     fprintf(stderr, "ALLREDUCE wrong on rank %d: sum=%ld expected=%ld\n", rank, sum, expected);
     MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  if (rank == fail_rank) {
+    printf("FAIL %d exit=%d\n", rank, fail_code);
+    fflush(stdout);
+    if (fail_code < 0) kill(getpid(), -fail_code);  // dies of that signal (SIGKILL: the OOM killer)
+    exit(fail_code);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {

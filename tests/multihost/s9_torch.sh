@@ -6,11 +6,8 @@
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$1" "$2"
 flavour=${3:?flavour: openmpi or mpich}
-extra=(GJ_PYTHON=/usr/bin/python3)
-if [ "$flavour" = mpich ]; then
-  command -v mpiexec.mpich >/dev/null || { [ "${CI:-}" = true ] && mh_die "mpiexec.mpich missing under CI"; mh_log "SKIP: no mpiexec.mpich"; exit "$MH_SKIP"; }
-  extra+=(GJ_MPI=mpich GJ_MPIEXEC=mpiexec.mpich "${MH_MPICH_POD_ENV[@]}")
-fi
+mh_flavour "$flavour"
+extra=(GJ_PYTHON=/usr/bin/python3 "${MH_FLAVOUR_ENV[@]}")
 mh_up tdist 2
 master=tdist-master-0
 mh_agent_job 2 0 1 0 "${extra[@]}" -- "$MH_PROG"

@@ -55,11 +55,31 @@ mh_master() { echo "${MH_PODS[0]}"; }
 # does not. Set in every pod's environment, as a platform would.
 MH_MPICH_POD_ENV=(UCX_TLS=tcp,self UCX_NET_DEVICES=eth0)
 
-# mh_looping_job <job>: a 3-pod job (1 slot each) whose ranks keep allreducing for 120 s;
-# returns once every rank is in its loop. For the tests that break a running job.
+# mh_flavour <openmpi|mpich>: sets MH_FLAVOUR and MH_FLAVOUR_ENV, what every pod of a job gets
+# for that MPI flavour (MPICH: GJ_MPI, GJ_MPIEXEC and MH_MPICH_POD_ENV). Without mpiexec.mpich
+# an MPICH scenario skips (fails under CI=true).
+MH_FLAVOUR=openmpi MH_FLAVOUR_ENV=()
+mh_flavour() {
+  MH_FLAVOUR=$1 MH_FLAVOUR_ENV=()
+  case "$MH_FLAVOUR" in
+    openmpi) ;;
+    mpich)
+      if ! command -v mpiexec.mpich >/dev/null; then
+        [ "${CI:-}" = true ] && mh_die "mpiexec.mpich missing under CI"
+        mh_log "SKIP: no mpiexec.mpich"
+        exit "$MH_SKIP"
+      fi
+      MH_FLAVOUR_ENV=(GJ_MPI=mpich GJ_MPIEXEC=mpiexec.mpich "${MH_MPICH_POD_ENV[@]}") ;;
+    *) mh_die "MPI flavour '$MH_FLAVOUR': use openmpi or mpich" ;;
+  esac
+}
+
+# mh_looping_job <job>: a 3-pod job (1 slot each, MH_FLAVOUR_ENV in every pod) whose ranks keep
+# allreducing for 120 s; returns once every rank is in its loop. For the tests that break a
+# running job.
 mh_looping_job() {
   mh_up "$1" 2
-  mh_agent_job 1 0 1 0 -- "$MH_PROG" --loop 120
+  mh_agent_job 1 0 1 0 "${MH_FLAVOUR_ENV[@]}" -- "$MH_PROG" --loop 120
   local r log
   log=$(mh_podlog "$(mh_master)")
   for r in 0 1 2; do
@@ -83,6 +103,12 @@ mh_assert_eq() {  # <what> <expected> <actual>
 }
 mh_assert_grep() {  # <what> <regex> <file>
   grep -qE -- "$2" "$3" || mh_die "$1: no line matching /$2/ in $(basename "$3")"
+  mh_log "ok: $1"
+}
+mh_assert_one_line() {  # <what> <fixed string> <file>: exactly one line holds it
+  local n
+  n=$(grep -cF -- "$2" "$3")
+  [ "$n" = 1 ] || mh_die "$1: expected one line with '$2' in $(basename "$3"), found $n"
   mh_log "ok: $1"
 }
 mh_assert_no_grep() {  # <what> <regex> <file>
@@ -111,13 +137,13 @@ mh_assert_ranks() {
   mh_log "ok: $np ranks placed $spec"
 }
 
-# mh_assert_no_ranks_left <seconds>: no training process or orted remains in any pod.
+# mh_assert_no_ranks_left <seconds>: no training process, orted or hydra proxy remains in any pod.
 mh_assert_no_ranks_left() {
   local limit=$1 t=0 pod left
   while :; do
     left=""
     for pod in "${MH_PODS[@]}"; do
-      left+=$(mh_pod_ps "$pod" | grep -E '^[0-9]+ (mh_probe|orted|python3) ' | sed "s/^/$pod: /")
+      left+=$(mh_pod_ps "$pod" | grep -E '^[0-9]+ (mh_probe|mh_probe_mpich|orted|hydra_pmi_proxy|python3) ' | sed "s/^/$pod: /")
     done
     [ -z "$left" ] && break
     [ "$t" -ge $((limit * 10)) ] && mh_die "processes still running ${limit}s after the job ended: $left"

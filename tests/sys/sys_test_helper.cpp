@@ -28,7 +28,8 @@
 #include <thread>
 #include <vector>
 
-#include "launch.h"
+#include "process_registry.h"
+#include "supervise.h"
 #include "sshd_setup.h"
 
 namespace {

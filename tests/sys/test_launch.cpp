@@ -10,7 +10,13 @@
 #include <thread>
 
 #include "exit_codes.h"
-#include "launch.h"
+#include "agent_error.h"
+#include "capture.h"
+#include "child_exit.h"
+#include "path_lookup.h"
+#include "spawn.h"
+#include "supervise.h"
+#include "termination_log.h"
 #include "temp_dir.h"
 
 using gj::test::slurp;

@@ -17,7 +17,11 @@
 #include <thread>
 
 #include "loopback.h"
-#include "launch.h"
+#include "capture.h"
+#include "child_exit.h"
+#include "process_registry.h"
+#include "spawn.h"
+#include "warnings.h"
 #include "sshd_setup.h"
 #include "readiness.h"
 #include "session_env.h"

@@ -12,5 +12,7 @@ inline constexpr const char* kSshd = "/usr/sbin/sshd";
 inline constexpr const char* kSshKeygen = "ssh-keygen";
 inline constexpr const char* kStateDir = "/run/gj-mpirun";
 inline constexpr const char* kSshDir = "/root/.ssh";
+// The search path the shell uses when PATH is unset or empty.
+inline constexpr const char* kShellPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 }  // namespace gj::defaults

@@ -6,19 +6,15 @@
 
 namespace gj {
 
-// Passes one line to the sink set by set_warning_sink (stderr by default).
-void warn(const std::string& line);
-
-// $PATH, or the shell's default when it is unset or empty.
-std::string current_path_env();
+// Throws LaunchError{code, message}.
+[[noreturn]] void throw_launch_error(int code, std::string message);
+// Throws LaunchError kInternal "<call> failed: <strerror(err)>[; <fix>]".
+[[noreturn]] void throw_syscall_error(const std::string& call, int err, const std::string& fix = "");
 
 // "0644": a file mode as people read it in messages.
 std::string mode_text(mode_t mode);
 
 // The last non-empty line of a program's output (the one that usually says what went wrong).
 std::string last_line(std::string text);
-
-// Records a background child (the master's sshd) that must not outlive the job.
-void register_owned_process(int pid);
 
 }  // namespace gj

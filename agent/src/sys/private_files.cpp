@@ -10,7 +10,7 @@
 
 #include "exit_codes.h"
 #include "internal.h"
-#include "launch.h"
+#include "agent_error.h"
 #include "quote.h"
 
 namespace gj {

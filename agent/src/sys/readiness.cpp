@@ -19,7 +19,10 @@
 
 #include "exit_codes.h"
 #include "internal.h"
-#include "launch.h"
+#include "agent_error.h"
+#include "capture.h"
+#include "child_exit.h"
+#include "spawn.h"
 #include "resolver.h"
 
 namespace gj {

@@ -1,6 +1,6 @@
 // Readiness gate: the master waits until every worker host accepts connections on its ssh port
 // (and optionally a real non-interactive ssh login succeeds) before mpiexec starts.
-// Side effects (sockets, DNS, child ssh processes) live here and in launch.cpp only.
+// Side effects (sockets, DNS, child ssh processes) live here; children start through spawn.h.
 #pragma once
 
 #include <chrono>

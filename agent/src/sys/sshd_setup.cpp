@@ -1,5 +1,5 @@
 // Preparing and starting sshd for MPI: state dir, host keys, authorized_keys, sshd_config.
-// Processes are started through launch.cpp (spawn_process/run_job), never here.
+// Processes are started through spawn.h (spawn_process, exec_job), never here.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -17,7 +17,13 @@
 
 #include "exit_codes.h"
 #include "internal.h"
-#include "launch.h"
+#include "agent_error.h"
+#include "capture.h"
+#include "child_exit.h"
+#include "path_lookup.h"
+#include "process_registry.h"
+#include "spawn.h"
+#include "warnings.h"
 #include "sshd_setup.h"
 #include "private_files.h"
 #include "quote.h"
@@ -182,8 +188,7 @@ std::string port_taken(const std::string& addr, int port) {
 
 void exec_worker_sshd(const SshdSetup& setup) {
   const std::string config = prepare_sshd(setup);
-  run_job(sshd_argv(setup.sshd_path, config), false);
-  fail(exit_code::kInternal, "exec " + setup.sshd_path + " returned");  // run_job(.., false) never returns
+  exec_job(sshd_argv(setup.sshd_path, config));
 }
 
 void start_background_sshd(const SshdSetup& setup) {

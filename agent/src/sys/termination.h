@@ -13,7 +13,8 @@ namespace gj {
 // forwards the signals to the job, exec resets them.
 void install_termination_handlers();
 
-// The child table (launch.cpp keeps it). owned: the background sshd, stopped gently.
+// The child table (spawn_process, the waits and the process registry keep it). owned: the
+// background sshd, stopped gently.
 void remember_child(int pid, bool owned);
 void forget_child(int pid);
 

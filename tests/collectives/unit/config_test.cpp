@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
 
+#include "bool_word.h"
 #include "config.h"
 #include "error.h"
 
@@ -91,5 +93,49 @@ TEST_CASE("parse_config: rejected values name the variable, the value and what i
       CHECK_THAT(msg, Catch::Contains(std::string(row.name) + "=\"" + row.value + "\""));
       CHECK_THAT(msg, Catch::Contains(row.accepted));
     }
+  }
+}
+
+// One boolean rule for every GJ_* switch of the library and the agent (common/bool_word.h;
+// tests/agent/test_value_parsers.cpp has the same rows for the agent's parse_bool).
+TEST_CASE("parse_config: boolean switches accept any letter case and nothing else", "[config]") {
+  struct Accepted {
+    const char* value;
+    bool want;
+  };
+  const Accepted accepted[] = {{"1", true},   {"true", true},   {"TRUE", true}, {"Yes", true},
+                               {"ON", true},  {"0", false},     {"false", false}, {"False", false},
+                               {"No", false}, {"OFF", false},   {"off", false}};
+  for (const char* name : {"GJ_COLL_SHM", "GJ_COLL_CHECK"}) {
+    for (const Accepted& a : accepted) {
+      INFO(name << "=" << a.value);
+      const Config c = gj::parse_config(Env{{name, a.value}});
+      CHECK((std::string(name) == "GJ_COLL_SHM" ? c.shm : c.check) == a.want);
+    }
+    // Empty means unset (the default), for every GJ_* variable of the library and the agent.
+    const Config unset = gj::parse_config(Env{{name, ""}});
+    CHECK(unset.shm);
+    CHECK_FALSE(unset.check);
+    for (const char* bad : {"2", "tru", " 1", "1 ", "y", "-1"}) {
+      INFO(name << "=\"" << bad << "\"");
+      try {
+        gj::parse_config(Env{{name, bad}});
+        FAIL("accepted");
+      } catch (const gj::Error& e) {
+        CHECK(e.code() == gjInvalidArgument);
+        const std::string msg = e.what();
+        CHECK_THAT(msg, Catch::Contains(std::string(name) + "=\"" + bad + "\""));
+        CHECK_THAT(msg, Catch::Contains("1, 0, true, false, yes, no, on, off"));
+      }
+    }
+  }
+}
+
+TEST_CASE("bool_word: the boolean words, nothing else", "[config]") {
+  for (const char* t : {"1", "true", "TRUE", "Yes", "on", "On"}) CHECK(gj::bool_word(t) == std::optional<bool>(true));
+  for (const char* f : {"0", "false", "No", "OFF", "off"}) CHECK(gj::bool_word(f) == std::optional<bool>(false));
+  for (const char* bad : {"", "2", "tru", "truee", " 1", "1 ", "y", "-1", "o"}) {
+    INFO('"' << bad << '"');
+    CHECK_FALSE(gj::bool_word(bad).has_value());
   }
 }

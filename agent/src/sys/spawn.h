@@ -1,0 +1,44 @@
+// The only code in gj-mpirun that forks or execs: spawn_process starts a child, exec_job and
+// exec_rank replace this process. argv[0] is resolved through $PATH (path_lookup.h); exec
+// failures are LaunchError 127 (not found) or 126 (not executable), naming the path and a likely
+// cause. Every system call is checked and named in the error it raises.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gj {
+
+// A child started by spawn_process. output_fd (when capture_output) carries its stdout+stderr;
+// the caller reads it to EOF and closes it.
+struct ChildProcess {
+  int pid = -1;
+  int output_fd = -1;
+};
+
+struct SpawnOptions {
+  bool new_process_group = false;  // child calls setpgid(0, 0)
+  bool capture_output = false;     // stdout+stderr into a pipe (ChildProcess::output_fd, O_NONBLOCK)
+  bool stdin_devnull = true;       // never let a child read our stdin (ssh would)
+  bool foreground_tty = false;     // with new_process_group: make it the terminal's foreground group
+  bool keep_signal_state = false;  // leave the inherited mask and ignored signals as they are
+  bool die_with_parent = false;    // the child gets SIGKILL when this process dies (PR_SET_PDEATHSIG)
+};
+
+// fork + exec of argv, with an empty signal mask and default signal dispositions in the child
+// (unless keep_signal_state).
+// Exec failures in the child are reported back through a close-on-exec pipe and thrown here,
+// so the caller never sees a "successful" spawn of something that could not run. The child is
+// in the signal-time table (termination.h) until it is reaped (child_exit.h).
+ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOptions& options);
+
+// Replaces this process with argv, with default signal dispositions and an empty mask whatever
+// we inherited (nohup, a careless parent). Returns only by throwing.
+[[noreturn]] void exec_job(const std::vector<std::string>& argv);
+
+// A rank's exec (gj-mpirun --rank-exec): the signal dispositions and mask the MPI launcher gave
+// this process are left as they are, as if it had started the program itself (hydra's ranks
+// rely on what their proxy set). Returns only by throwing.
+[[noreturn]] void exec_rank(const std::vector<std::string>& argv);
+
+}  // namespace gj

@@ -1,0 +1,122 @@
+// The supervise loop follows tini: block the signals we care about, wait for them synchronously
+// (sigtimedwait), forward them to the job's process group, and reap every child that reaches us.
+#include "supervise.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+#include "child_exit.h"
+#include "internal.h"
+#include "process_registry.h"
+#include "spawn.h"
+
+namespace gj {
+namespace {
+
+// Signals a supervisor passes on to the job (the job decides what they mean).
+constexpr int kForwardedSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+bool is_termination_signal(int sig) {
+  return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+}
+
+void reap_available() {
+  int st = 0;
+  int pid;
+  while ((pid = ::waitpid(-1, &st, WNOHANG)) > 0) forget_owned(pid);
+}
+
+// Sends SIGTERM, waits up to grace for the group/process to go away (reaping what we can),
+// then SIGKILL. target < 0 addresses a process group.
+void terminate_target(int target, std::chrono::milliseconds grace) {
+  if (::kill(target, 0) != 0) return;
+  ::kill(target, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < until) {
+    reap_available();
+    if (::kill(target, 0) != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(target, SIGKILL);
+}
+
+int supervise(const std::vector<std::string>& argv) {
+  // Orphans of the job are reparented to us instead of to PID 1 of the container (or of
+  // the host), so we can reap them even when we are not PID 1.
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) throw_syscall_error("prctl(PR_SET_CHILD_SUBREAPER)", errno);
+
+  // With SIGCHLD ignored the kernel reaps children itself and waitpid() never reports the job.
+  if (::signal(SIGCHLD, SIG_DFL) == SIG_ERR) throw_syscall_error("signal(SIGCHLD, SIG_DFL)", errno);
+
+  sigset_t wanted;
+  sigemptyset(&wanted);
+  for (int s : kForwardedSignals) sigaddset(&wanted, s);
+  sigaddset(&wanted, SIGCHLD);
+  sigset_t previous;
+  if (int e = ::pthread_sigmask(SIG_BLOCK, &wanted, &previous); e != 0) throw_syscall_error("pthread_sigmask", e);
+
+  ChildProcess job;
+  try {
+    SpawnOptions opt;
+    opt.new_process_group = true;
+    opt.stdin_devnull = false;  // the job owns our stdin
+    opt.foreground_tty = true;
+    job = spawn_process(argv, opt);
+  } catch (...) {
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw;
+  }
+  const int group = job.pid;
+
+  int job_status = 0;
+  bool job_done = false;
+  int termination_signal = 0;  // the first SIGTERM/SIGINT/SIGHUP/SIGQUIT we passed on
+  while (!job_done) {
+    siginfo_t info{};
+    timespec tick{1, 0};  // also reap periodically in case a SIGCHLD was coalesced
+    int sig = ::sigtimedwait(&wanted, &info, &tick);
+    if (sig < 0 && errno != EAGAIN && errno != EINTR) throw_syscall_error("sigtimedwait", errno);
+    if (sig > 0 && sig != SIGCHLD) {
+      if (::kill(-group, sig) != 0 && errno == ESRCH) ::kill(job.pid, sig);
+      if (termination_signal == 0 && is_termination_signal(sig)) termination_signal = sig;
+    }
+    int st = 0;
+    int pid;
+    while ((pid = ::waitpid(-1, &st, WNOHANG)) > 0) {
+      forget_owned(pid);
+      if (pid == job.pid) {
+        job_status = st;
+        job_done = true;
+      }
+    }
+    if (pid < 0 && errno != ECHILD) throw_syscall_error("waitpid", errno);
+  }
+
+  // The job is over: whatever is left of its process group, and the background processes we
+  // started for it (the master's sshd), must not outlive it.
+  terminate_target(-group, std::chrono::seconds(2));
+  terminate_owned_processes(std::chrono::seconds(2));
+  reap_available();
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  // mpiexec catches SIGTERM, tears the job down and exits 1, which would hide why the pod
+  // ended. A job that fails after we passed on a termination signal was ended by it: report
+  // 128+N as the shell (and Kubernetes) would for a process killed by signal N.
+  if (termination_signal != 0 && WIFEXITED(job_status) && WEXITSTATUS(job_status) != 0) {
+    return 128 + termination_signal;
+  }
+  return shell_status(job_status);
+}
+
+}  // namespace
+
+int run_job(const std::vector<std::string>& argv, bool supervise_job) {
+  if (supervise_job) return supervise(argv);
+  exec_job(argv);
+}
+
+}  // namespace gj

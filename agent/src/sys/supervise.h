@@ -1,0 +1,17 @@
+// Running the job: exec in place, or (PID 1 duty) supervise it as tini does. Supervision forks
+// (through spawn_process), forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT and SIGUSR1/SIGUSR2 to the job's
+// process group, reaps every child that reaches us (we are a child subreaper, or PID 1) and,
+// once the job has exited, ends what is left of its group and our owned processes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gj {
+
+// supervise false: exec_job(argv) (never returns). true: returns the job's exit status as the
+// shell does (code, or 128+N when killed by signal N; 128+N also when the job exits non-zero
+// after we passed it termination signal N). Exec failures: 127 not found, 126 not executable.
+int run_job(const std::vector<std::string>& argv, bool supervise);
+
+}  // namespace gj
