@@ -19,6 +19,18 @@ int major_after(const std::string& text, const std::string& marker) {
   return major;
 }
 
+// "4.0.2" from hydra's "    Version:                                 4.0.2" line; "" when absent.
+std::string hydra_version(const std::string& text) {
+  const std::string marker = "Version:";
+  const auto at = text.find(marker);
+  if (at == std::string::npos) return "";
+  std::size_t i = at + marker.size();
+  while (i < text.size() && text[i] == ' ') ++i;
+  const std::size_t start = i;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) != 0 || text[i] == '.')) ++i;
+  return text.substr(start, i - start);
+}
+
 }  // namespace
 
 const char* to_string(MpiFlavour f) {
@@ -51,6 +63,18 @@ std::optional<MpiFlavour> detect_flavour(const std::string& out) {
   if (out.find("HYDRA build details") != std::string::npos || out.find("MPICH") != std::string::npos)
     return MpiFlavour::Mpich;
   return std::nullopt;
+}
+
+std::string known_mpi_defect(const std::string& out) {
+  if (detect_flavour(out) != MpiFlavour::Mpich || out.find("ch4:ucx") == std::string::npos) return "";
+  const std::string version = hydra_version(out);
+  const int major = major_after(version, "");
+  const auto dot = version.find('.');
+  const int minor = dot == std::string::npos ? -1 : major_after(version.substr(dot + 1), "");
+  if (major < 0 || minor < 0 || major > 4 || (major == 4 && minor >= 2)) return "";
+  return "MPICH " + version + " with ch4:ucx can deadlock in MPI_Finalize over UCX's TCP transport (fixed in MPICH 4.2): " +
+         "a job whose ranks all finished may never exit; use Open MPI, MPICH >= 4.2 or an RDMA transport " +
+         "(scripts/mpich-finalize-check.sh tests an image; docs/multihost.md)";
 }
 
 }  // namespace gj

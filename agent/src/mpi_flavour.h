@@ -18,4 +18,10 @@ std::optional<MpiFlavour> flavour_from_name(const std::string& name);
 // ("HYDRA build details:") and Intel MPI ("Intel(R) MPI Library"). nullopt when unknown.
 std::optional<MpiFlavour> detect_flavour(const std::string& version_output);
 
+// A known defect of the detected mpiexec's MPI that the job's log should name, or "" when none:
+// MPICH before 4.2 built with ch4:ucx can deadlock in MPI_Finalize over UCX's TCP transport (it
+// flushes every endpoint, which needs the peer's progress, before its PMI barrier; fixed upstream
+// in 4.2). Read from hydra's "Version:" and "Configure options:" lines.
+std::string known_mpi_defect(const std::string& version_output);
+
 }  // namespace gj

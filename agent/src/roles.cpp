@@ -69,6 +69,7 @@ Flavour choose_flavour(const AgentSettings& s, bool dry_run) {
     spdlog::warn("`{} --version` failed ({}); the dry run assumes Open MPI 4", s.mpiexec, e.message);
     return {MpiFlavour::OpenMpi4, "assumed: `mpiexec --version` failed"};
   }
+  if (const std::string defect = known_mpi_defect(out); !defect.empty()) spdlog::warn("{}", defect);
   if (const auto f = detect_flavour(out)) return {*f, "detected from `" + s.mpiexec + " --version`"};
   const std::string first_line = out.substr(0, out.find('\n'));
   throw AgentError{exit_code::kBadEnvironment, "cannot tell the MPI flavour from `" + s.mpiexec + " --version` (" +

@@ -170,3 +170,29 @@ TEST_CASE("flavour detection from mpiexec --version", "[argv]") {
   CHECK(flavour_from_name("intel") == MpiFlavour::Intel);
   CHECK_FALSE(flavour_from_name("OpenMPI").has_value());
 }
+
+TEST_CASE("known MPI defects named from mpiexec --version", "[argv]") {
+  const auto hydra = [](const std::string& version, const std::string& device) {
+    return "HYDRA build details:\n    Version:                                 " + version +
+           "\n    Configure options:                       '--with-device=" + device + "' '--prefix=/usr'\n";
+  };
+  const std::pair<std::string, bool> cases[] = {
+      {hydra("4.0.2", "ch4:ucx"), true},   // Debian 12
+      {hydra("4.1.2", "ch4:ucx"), true},
+      {hydra("3.4.1", "ch4:ucx"), true},
+      {hydra("4.2.0", "ch4:ucx"), false},  // barrier before the flushes
+      {hydra("4.3.1", "ch4:ucx"), false},
+      {hydra("4.0.2", "ch4:ofi"), false},  // not UCX
+      {hydra("5.0.0", "ch4:ucx"), false},
+      {"HYDRA build details:\n    Configure options: '--with-device=ch4:ucx'\n", false},  // no version: say nothing
+      {"Intel(R) MPI Library for Linux* OS, Version 2021.10\n" + hydra("4.0.2", "ch4:ucx"), false},
+      {"mpirun (Open MPI) 4.1.4\n", false},
+  };
+  for (const auto& [text, defect] : cases) {
+    INFO(text);
+    const std::string message = known_mpi_defect(text);
+    CHECK(message.empty() == !defect);
+    if (defect) CHECK(message.find("deadlock in MPI_Finalize") != std::string::npos);
+  }
+  CHECK(known_mpi_defect(hydra("4.0.2", "ch4:ucx")).rfind("MPICH 4.0.2 with ch4:ucx", 0) == 0);
+}
