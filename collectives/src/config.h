@@ -11,6 +11,8 @@ namespace gj {
 enum class BackendChoice { Auto, Mpi, Nccl };
 // Ordered by patience: ranks that disagree take the largest (shm/shm_allreduce.cpp).
 enum class ShmWait { Auto, Spin, Sleep };
+// How the progress thread waits for its peers (queue.h).
+enum class ProgressWait { Auto, Spin, Sleep };
 // Messages up to this level are printed (log.h).
 enum class LogLevel { Error = 0, Warn = 1, Info = 2, Debug = 3 };
 
@@ -33,6 +35,15 @@ struct Config {
   // else spins. Ranks that disagree use the most patient choice any of them asked for
   // (sleep over spin over auto).
   ShmWait shm_wait = ShmWait::Auto;
+  // GJ_COLL_PROGRESS_WAIT=auto|spin|sleep (default auto): how the progress thread, which runs
+  // nonblocking host requests, waits for every rank to reach a request before running it.
+  // spin: it enters the request's collectives at once and waits inside them, spinning in MPI
+  // or the shared-memory engine; sleep: it polls an MPI_Ibarrier, spinning 50 us and then
+  // napping 50 us between polls, and the engine's waits of its requests spin briefly, then
+  // sleep on a futex (docs/collectives.md). auto sleeps when the node's ranks, each with a
+  // compute thread and a progress thread, outnumber this rank's CPUs (2 x ranks on the node >
+  // its affinity mask or cgroup CPU quota), else spins. Per rank: ranks may differ.
+  ProgressWait progress_wait = ProgressWait::Auto;
   // GJ_COLL_LOG_LEVEL=error|warn|info|debug (default warn): messages on stderr.
   LogLevel log_level = LogLevel::Warn;
   // GJ_COLL_CHECK=1|0 (default 0): before every collective, check with one small MPI_Allreduce
