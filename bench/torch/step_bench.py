@@ -156,8 +156,10 @@ def main():
         rows.append((name,) + bench(name, args))
     if rank == 0:
         print(f"\ngj.torch DistributedOptimizer vs DDP over gloo, {size} ranks, CPU, torch {torch.__version__}, "
-              f"{torch.get_num_threads()} thread(s)/rank, median of {args.steps} interleaved steps (slowest rank), "
-              f"bucket {os.environ.get('GJ_TORCH_BUCKET_BYTES', 'default')} bytes")
+              f"{torch.get_num_threads()} torch thread(s) on {len(os.sched_getaffinity(0))} CPU(s) per rank for every mode, "
+              f"median of {args.steps} interleaved steps (slowest rank), "
+              f"bucket {os.environ.get('GJ_TORCH_BUCKET_BYTES', 'default')} bytes, "
+              f"GJ_COLL_PROGRESS_WAIT={os.environ.get('GJ_COLL_PROGRESS_WAIT') or 'auto'}")
         print("| model | params (tensors) | ranks | no-comm ms | gj ms | gj overhead ms (% of no-comm) "
               "| DDP-gloo ms | DDP overhead ms (% of no-comm) | gj overhead / DDP overhead "
               "| CPU ms no-comm / gj / DDP | CPU overhead gj / DDP |")
