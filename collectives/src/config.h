@@ -36,13 +36,13 @@ struct Config {
   // (sleep over spin over auto).
   ShmWait shm_wait = ShmWait::Auto;
   // GJ_COLL_PROGRESS_WAIT=auto|spin|sleep (default auto): how the progress thread, which runs
-  // nonblocking host requests, waits for every rank to reach a request before running it.
-  // spin: it enters the request's collectives at once and waits inside them, spinning in MPI
-  // or the shared-memory engine; sleep: it polls an MPI_Ibarrier, spinning 50 us and then
-  // napping 50 us between polls, and the engine's waits of its requests spin briefly, then
-  // sleep on a futex (docs/collectives.md). auto sleeps when the node's ranks, each with a
-  // compute thread and a progress thread, outnumber this rank's CPUs (2 x ranks on the node >
-  // its affinity mask or cgroup CPU quota), else spins. Per rank: ranks may differ.
+  // nonblocking host requests, waits for peers that have not yet issued its request. sleep:
+  // it waits for every rank's arrival on shared-memory counters (a brief spin, a few yields,
+  // then a futex), then runs the request with every rank present; spin: it enters the
+  // request's collectives at once and waits inside them (spinning in MPI or the engine).
+  // auto sleeps when the node's ranks, two threads each (compute + progress), outnumber this
+  // rank's CPUs (affinity mask, or cgroup CPU quota when smaller), else spins. Per rank; only
+  // when every rank of the communicator is on one node (else spin). queue.h, shm/arrivals.h.
   ProgressWait progress_wait = ProgressWait::Auto;
   // GJ_COLL_LOG_LEVEL=error|warn|info|debug (default warn): messages on stderr.
   LogLevel log_level = LogLevel::Warn;
