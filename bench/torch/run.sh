@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh BUILD_DIR [step_bench.py args...]: the gj.torch step benchmark at 2 and 4 ranks (one
-# torch thread per rank), the package imported from BUILD_DIR. Prints one table per rank count.
+# torch thread per rank, for every mode alike), the package imported from BUILD_DIR. Prints one
+# table per rank count. About 80 s on a quiet 2-core VM; the load skews wall times, so note it.
 set -euo pipefail
 build=${1:?usage: run.sh BUILD_DIR [args...]}
 shift

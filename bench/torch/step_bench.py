@@ -13,6 +13,7 @@ Rank 0 prints one table row per model; bench/torch/run.sh runs 2 and 4 ranks.
 """
 
 import argparse
+import ast
 import copy
 import os
 import statistics
@@ -26,21 +27,19 @@ import torch.nn as nn
 import gj.torch as hvd
 
 
-class SeedNet(nn.Module):  # the seed's model, verbatim
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 32, 3, 1)
-        self.conv2 = nn.Conv2d(32, 64, 3, 1)
-        self.fc1 = nn.Linear(9216, 128)
-        self.fc2 = nn.Linear(128, 10)
-
-    def forward(self, x):
-        x = torch.relu(self.conv1(x))
-        x = torch.relu(self.conv2(x))
-        x = torch.max_pool2d(x, 2)
-        x = torch.flatten(x, 1)
-        x = torch.relu(self.fc1(x))
-        return self.fc2(x)
+def seed_net_class():
+    """The seed's model, the class `Net` of examples/python/horovod_seed.py itself (that script
+    trains when run, so only its class statement is compiled here)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python",
+                        "horovod_seed.py")
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    net = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Net"]
+    if len(net) != 1:
+        raise RuntimeError(f"{path}: expected one class Net (the seed's model), found {len(net)}")
+    scope = {"torch": torch, "nn": nn}
+    exec(compile(ast.Module(body=net, type_ignores=[]), path, "exec"), scope)
+    return scope["Net"]
 
 
 def resnet50_shapes():
@@ -80,7 +79,7 @@ def make(model_name, rank, batch):
     g = torch.Generator().manual_seed(1000 + rank)
     if model_name == "cnn":
         torch.manual_seed(0)
-        model = SeedNet()
+        model = seed_net_class()()
         data = (torch.randn(batch, 1, 28, 28, generator=g), torch.randint(0, 10, (batch,), generator=g))
         loss_fn = nn.CrossEntropyLoss()
         return model, lambda m: loss_fn(m(data[0]), data[1])
@@ -157,8 +156,10 @@ def main():
         rows.append((name,) + bench(name, args))
     if rank == 0:
         print(f"\ngj.torch DistributedOptimizer vs DDP over gloo, {size} ranks, CPU, torch {torch.__version__}, "
-              f"{torch.get_num_threads()} thread(s)/rank, median of {args.steps} interleaved steps (slowest rank), "
-              f"bucket {os.environ.get('GJ_TORCH_BUCKET_BYTES', 'default')} bytes")
+              f"{torch.get_num_threads()} torch thread(s) on {len(os.sched_getaffinity(0))} CPU(s) per rank for every mode, "
+              f"median of {args.steps} interleaved steps (slowest rank), "
+              f"bucket {os.environ.get('GJ_TORCH_BUCKET_BYTES', 'default')} bytes, "
+              f"GJ_COLL_PROGRESS_WAIT={os.environ.get('GJ_COLL_PROGRESS_WAIT') or 'auto'}")
         print("| model | params (tensors) | ranks | no-comm ms | gj ms | gj overhead ms (% of no-comm) "
               "| DDP-gloo ms | DDP overhead ms (% of no-comm) | gj overhead / DDP overhead "
               "| CPU ms no-comm / gj / DDP | CPU overhead gj / DDP |")

@@ -137,7 +137,12 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
   try {
     set_up(*c);
     mpi_check(MPI_Query_thread(&c->thread_level), "MPI_Query_thread");
-    c->queue = std::make_unique<HostQueue>(c->mpi, *c->host, c->thread_level);
+    const int cpus = cpus_of_this_process();
+    const bool patient = patient_progress(c->config.progress_wait, c->local_size, cpus);
+    c->queue = std::make_unique<HostQueue>(c->mpi, *c->host, c->thread_level, patient);
+    log(c->config, LogLevel::Info, c->rank,
+        std::string("progress thread: ") + (c->queue->patient() ? "patient" : "spinning") + " waits (" +
+            std::to_string(c->local_size) + " ranks on the node, " + std::to_string(cpus) + " CPUs for this rank)");
   } catch (...) {
     c->device.reset();
     c->host.reset();

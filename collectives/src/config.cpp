@@ -85,6 +85,13 @@ ShmWait parse_shm_wait(const std::string& v) {
   reject("GJ_COLL_SHM_WAIT", v, "auto, spin, sleep");
 }
 
+ProgressWait parse_progress_wait(const std::string& v) {
+  if (v == "auto") return ProgressWait::Auto;
+  if (v == "spin") return ProgressWait::Spin;
+  if (v == "sleep") return ProgressWait::Sleep;
+  reject("GJ_COLL_PROGRESS_WAIT", v, "auto, spin, sleep");
+}
+
 LogLevel parse_log_level(const std::string& v) {
   if (v == "error") return LogLevel::Error;
   if (v == "warn") return LogLevel::Warn;
@@ -102,6 +109,7 @@ Config parse_config(const Env& env) {
   if (auto* v = lookup(env, "GJ_COLL_TIMEOUT_MS")) c.timeout_ms = parse_millis("GJ_COLL_TIMEOUT_MS", *v);
   if (auto* v = lookup(env, "GJ_COLL_SHM")) c.shm = parse_flag("GJ_COLL_SHM", *v);
   if (auto* v = lookup(env, "GJ_COLL_SHM_WAIT")) c.shm_wait = parse_shm_wait(*v);
+  if (auto* v = lookup(env, "GJ_COLL_PROGRESS_WAIT")) c.progress_wait = parse_progress_wait(*v);
   if (auto* v = lookup(env, "GJ_COLL_LOG_LEVEL")) c.log_level = parse_log_level(*v);
   if (auto* v = lookup(env, "GJ_COLL_CHECK")) c.check = parse_flag("GJ_COLL_CHECK", *v);
   return c;

@@ -11,6 +11,8 @@ namespace gj {
 enum class BackendChoice { Auto, Mpi, Nccl };
 // Ordered by patience: ranks that disagree take the largest (shm/shm_allreduce.cpp).
 enum class ShmWait { Auto, Spin, Sleep };
+// How the progress thread waits for its peers (queue.h).
+enum class ProgressWait { Auto, Spin, Sleep };
 // Messages up to this level are printed (log.h).
 enum class LogLevel { Error = 0, Warn = 1, Info = 2, Debug = 3 };
 
@@ -33,6 +35,15 @@ struct Config {
   // else spins. Ranks that disagree use the most patient choice any of them asked for
   // (sleep over spin over auto).
   ShmWait shm_wait = ShmWait::Auto;
+  // GJ_COLL_PROGRESS_WAIT=auto|spin|sleep (default auto): how the progress thread, which runs
+  // nonblocking host requests, waits for peers that have not yet issued its request. sleep:
+  // it waits for every rank's arrival on shared-memory counters (a brief spin, a few yields,
+  // then a futex), then runs the request with every rank present; spin: it enters the
+  // request's collectives at once and waits inside them (spinning in MPI or the engine).
+  // auto sleeps when the node's ranks, two threads each (compute + progress), outnumber this
+  // rank's CPUs (affinity mask, or cgroup CPU quota when smaller), else spins. Per rank; only
+  // when every rank of the communicator is on one node (else spin). queue.h, shm/arrivals.h.
+  ProgressWait progress_wait = ProgressWait::Auto;
   // GJ_COLL_LOG_LEVEL=error|warn|info|debug (default warn): messages on stderr.
   LogLevel log_level = LogLevel::Warn;
   // GJ_COLL_CHECK=1|0 (default 0): before every collective, check with one small MPI_Allreduce

@@ -1,5 +1,9 @@
 #include "queue.h"
 
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <new>
 #include <utility>
@@ -7,6 +11,11 @@
 
 #include "dtype.h"
 #include "grouped.h"
+#include "mpi/mpi_check.h"
+#if GJ_HAVE_SHM
+#include "shm/arrivals.h"
+#include "shm/cpu_limit.h"
+#endif
 
 namespace gj {
 namespace {
@@ -66,8 +75,37 @@ void Completion::finish(gjResult_t code, std::string message) {
   cv_.notify_all();
 }
 
-HostQueue::HostQueue(MPI_Comm comm, Backend& host, int thread_level)
-    : comm_(comm), host_(host), thread_level_(thread_level) {}
+bool patient_progress(ProgressWait choice, int local_ranks, int cpus) {
+  if (choice != ProgressWait::Auto) return choice == ProgressWait::Sleep;
+  return 2L * local_ranks > cpus;
+}
+
+int cpus_of_this_process() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int mask = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+#if GJ_HAVE_SHM
+  const int quota = shm::cgroup_cpu_limit();
+#else
+  const int quota = 0;
+#endif
+  return std::max(1, quota > 0 ? std::min(mask, quota) : mask);
+}
+
+HostQueue::HostQueue(MPI_Comm comm, Backend& host, int thread_level, bool patient)
+    : comm_(comm), host_(host), thread_level_(thread_level), patient_(false) {
+#if GJ_HAVE_SHM
+  // Every rank arrives when any rank waits for arrivals: the board is collective.
+  int wanted = patient ? 1 : 0;
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &wanted, 1, MPI_INT, MPI_MAX, comm),
+            "gj::HostQueue: MPI_Allreduce(progress wait)");
+  std::string why_not;
+  if (wanted != 0) arrivals_ = shm::Arrivals::create(comm, &why_not);
+  patient_ = patient && arrivals_ != nullptr;
+#else
+  (void)patient;
+#endif
+}
 
 HostQueue::~HostQueue() { shutdown(); }
 
@@ -82,16 +120,35 @@ void HostQueue::execute(const Work& w) const {
   w.body();
 }
 
+std::uint64_t HostQueue::arrive() {
+#if GJ_HAVE_SHM
+  if (arrivals_) return arrivals_->arrive();
+#endif
+  return 0;
+}
+
+void HostQueue::wait_for_arrivals(std::uint64_t n) const {
+#if GJ_HAVE_SHM
+  if (patient_) arrivals_->wait_for_peers(n);
+#else
+  (void)n;
+#endif
+}
+
 bool HostQueue::enter(const char* call) {
   if (!threaded_.load()) {
     while (inline_.exchange(true)) std::this_thread::yield();  // another blocking caller
-    if (!threaded_.load()) return true;  // no progress thread: nothing queued, nothing failed
+    if (!threaded_.load()) {  // no progress thread: nothing queued, nothing failed
+      arrive();
+      return true;
+    }
     inline_.store(false);
   }
   std::unique_lock<std::mutex> lock(m_);
   if (!items_.empty() || busy_) idle_cv_.wait(lock, [&] { return items_.empty() && !busy_; });
   throw_if_failed(call);
   busy_ = true;
+  arrive();
   return false;
 }
 
@@ -173,6 +230,7 @@ void HostQueue::run_front(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
 
   const auto [code, message] = outcome([&] {
+    wait_for_arrivals(arrive());
     if (!fusing) return execute(first);
     // Every rank takes the same number: the smallest any rank has queued (at least the
     // first, which every rank has). With the check on, the first's arguments ride along.

@@ -4,6 +4,14 @@
 // nonblocking one is queued for the communicator's progress thread, started on first use.
 // Only one collective of the communicator's MPI communicator runs at a time, so MPI sees the
 // same call sequence on every rank.
+//
+// A rank's progress thread usually reaches a request before some peer does (the peer is still
+// computing, e.g. in its backward pass). Waiting for it inside the request's collectives
+// means spinning in MPI or the shared-memory engine, on a CPU this rank's compute threads
+// need when CPUs are scarce. A patient progress thread first waits for every rank to arrive
+// at the request (shm/arrivals.h: counters in shared memory, sleeping on a futex), then runs
+// it with every rank present. Blocking calls only announce their arrival (a few ns), so a
+// blocking call on one rank still meets the same call issued nonblocking on another.
 #pragma once
 
 #include <mpi.h>
@@ -11,6 +19,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -19,10 +28,14 @@
 #include <thread>
 
 #include "backend.h"
+#include "config.h"
 #include "error.h"
 #include "work.h"
 
 namespace gj {
+namespace shm {
+class Arrivals;
+}
 
 // How a queued request ended; shared by the queue and the request handle.
 class Completion {
@@ -40,12 +53,20 @@ class Completion {
   std::string message_;
 };
 
+// Pure: whether the progress thread waits patiently (GJ_COLL_PROGRESS_WAIT, config.h): Sleep
+// yes, Spin no, Auto when the node's ranks, each a compute thread plus a progress thread,
+// outnumber this rank's CPUs (2 * local_ranks > cpus).
+bool patient_progress(ProgressWait choice, int local_ranks, int cpus);
+// CPUs this process may run on: its affinity mask, or its cgroup's CPU quota when smaller.
+int cpus_of_this_process();
+
 class HostQueue {
  public:
   // comm and host are borrowed from the communicator, which outlives the queue.
   // thread_level: what MPI provides (MPI_Query_thread); below MPI_THREAD_MULTIPLE
-  // submit() is refused.
-  HostQueue(MPI_Comm comm, Backend& host, int thread_level);
+  // submit() is refused. patient: see patient_progress().
+  HostQueue(MPI_Comm comm, Backend& host, int thread_level, bool patient = false);
+  bool patient() const { return patient_; }
   ~HostQueue();  // shutdown()
   HostQueue(const HostQueue&) = delete;
   HostQueue& operator=(const HostQueue&) = delete;
@@ -89,12 +110,17 @@ class HostQueue {
   // (agreed with one small MPI_Allreduce); runs them. Called with lock held, returns with it held.
   void run_front(std::unique_lock<std::mutex>& lock);
   void execute(const Work& w) const;
+  // Counts this rank into its next collective (0 without an arrival board); in patient mode
+  // wait_for_arrivals(n) returns once every rank counted itself into collective n.
+  std::uint64_t arrive();
+  void wait_for_arrivals(std::uint64_t n) const;
   void fail_all_queued(const std::string& why);
   void throw_if_failed(const char* call) const;
 
   MPI_Comm comm_;
   Backend& host_;
   int thread_level_;
+  bool patient_;
   // Until the first nonblocking request, blocking calls only exclude each other through
   // inline_; submit() sets threaded_ and waits for inline_ to clear, after which every call
   // takes the mutex path (seq_cst on both: each side sees the other's store).
@@ -108,6 +134,7 @@ class HostQueue {
   bool stop_ = false;
   std::optional<Error> failed_;  // the first background failure; refuses all later work
   std::thread thread_;
+  std::unique_ptr<shm::Arrivals> arrivals_;  // present when any rank of comm waits patiently
 };
 
 }  // namespace gj

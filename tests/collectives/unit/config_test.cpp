@@ -18,6 +18,7 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK(c.timeout_ms == 300000);
   CHECK(c.shm);
   CHECK(c.shm_wait == gj::ShmWait::Auto);
+  CHECK(c.progress_wait == gj::ProgressWait::Auto);
   CHECK(c.log_level == gj::LogLevel::Warn);
   CHECK_FALSE(c.check);
 }
@@ -46,6 +47,9 @@ TEST_CASE("parse_config: accepted values", "[config]") {
       {"GJ_COLL_SHM_WAIT", "sleep", [](const Config& c) { CHECK(c.shm_wait == gj::ShmWait::Sleep); }},
       {"GJ_COLL_SHM_WAIT", "spin", [](const Config& c) { CHECK(c.shm_wait == gj::ShmWait::Spin); }},
       {"GJ_COLL_SHM_WAIT", "auto", [](const Config& c) { CHECK(c.shm_wait == gj::ShmWait::Auto); }},
+      {"GJ_COLL_PROGRESS_WAIT", "sleep", [](const Config& c) { CHECK(c.progress_wait == gj::ProgressWait::Sleep); }},
+      {"GJ_COLL_PROGRESS_WAIT", "spin", [](const Config& c) { CHECK(c.progress_wait == gj::ProgressWait::Spin); }},
+      {"GJ_COLL_PROGRESS_WAIT", "auto", [](const Config& c) { CHECK(c.progress_wait == gj::ProgressWait::Auto); }},
       {"GJ_COLL_LOG_LEVEL", "debug", [](const Config& c) { CHECK(c.log_level == gj::LogLevel::Debug); }},
       {"GJ_COLL_LOG_LEVEL", "error", [](const Config& c) { CHECK(c.log_level == gj::LogLevel::Error); }},
       {"GJ_COLL_CHECK", "1", [](const Config& c) { CHECK(c.check); }},
@@ -79,6 +83,7 @@ TEST_CASE("parse_config: rejected values name the variable, the value and what i
       {"GJ_COLL_SHM", "2", "1, 0, true"},
       {"GJ_COLL_SHM_WAIT", "yield", "auto, spin, sleep"},
       {"GJ_COLL_SHM_WAIT", "Sleep", "auto, spin, sleep"},
+      {"GJ_COLL_PROGRESS_WAIT", "nap", "auto, spin, sleep"},
       {"GJ_COLL_LOG_LEVEL", "verbose", "error, warn, info, debug"},
       {"GJ_COLL_CHECK", "maybe", "1, 0, true"},
   };

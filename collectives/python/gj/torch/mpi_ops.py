@@ -201,6 +201,16 @@ def _factors(prescale_factor, postscale_factor, what):
                         f"{postscale_factor!r} must be numbers") from None
 
 
+def _reduction_input(tensor, op, average, prescale_factor, postscale_factor, compression, what):
+    """The checked arguments of a reducing call on one tensor: (op, pre, post, compressed
+    tensor, compression context, whether autograd records the call)."""
+    op = resolve_op(op, average, what)
+    pre, post = _factors(prescale_factor, postscale_factor, what)
+    check_tensor(tensor, what, reduce=True)
+    compressed, ctx = compression.compress(tensor)
+    return op, pre, post, compressed, ctx, compressed.requires_grad and torch.is_grad_enabled()
+
+
 # ---- allreduce -------------------------------------------------------------------------------
 def _allreduce_async(tensor, output, op, prescale, postscale, process_set, what, asynchronous=True):
     comm = _comm(process_set, what)
@@ -258,11 +268,9 @@ class HorovodAllreduce(torch.autograd.Function):
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """A new tensor: tensor reduced across the process set (default op Average). Differentiable."""
-    op = resolve_op(op, average, "allreduce")
-    pre, post = _factors(prescale_factor, postscale_factor, "allreduce")
-    check_tensor(tensor, "allreduce", reduce=True)
-    compressed, ctx = compression.compress(tensor)
-    if compressed.requires_grad and torch.is_grad_enabled():
+    op, pre, post, compressed, ctx, differentiable = _reduction_input(
+        tensor, op, average, prescale_factor, postscale_factor, compression, "allreduce")
+    if differentiable:
         out = HorovodAllreduce.apply(compressed, op, pre, post, process_set)
     else:
         compressed = compressed.detach().contiguous()
@@ -527,11 +535,9 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average, p
                   postscale_factor=1.0, process_set=global_process_set):
     """This rank's rows of the reduction of tensor: dimension 0 split evenly over the ranks of the
     set, the first ranks taking one more row each when it does not divide. Differentiable."""
-    op = resolve_op(op, None, "reducescatter")
-    pre, post = _factors(prescale_factor, postscale_factor, "reducescatter")
-    check_tensor(tensor, "reducescatter", reduce=True)
-    compressed, ctx = compression.compress(tensor)
-    if compressed.requires_grad and torch.is_grad_enabled():
+    op, pre, post, compressed, ctx, differentiable = _reduction_input(
+        tensor, op, None, prescale_factor, postscale_factor, compression, "reducescatter")
+    if differentiable:
         out = HorovodReducescatter.apply(compressed, op, pre, post, process_set)
     else:
         out = synchronize(_reducescatter_async(compressed.detach(), op, pre, post, process_set,
