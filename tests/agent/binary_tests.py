@@ -285,6 +285,21 @@ def test_dry_run_flavours(sb):
         check(json.loads(r.stdout)["mpi"] == flavour, f"--mpi {flavour}")
 
 
+def test_known_mpi_defect_warning(sb):
+    def hydra(version):
+        return ("HYDRA build details:\n    Version:                                 " + version +
+                "\n    Configure options:                       '--with-device=ch4:ucx' '--prefix=/usr'")
+    for version, warned in (("4.0.2", True), ("4.2.0", False)):
+        env = sb.env()
+        env["STUB_VERSION"] = hydra(version)
+        r = sb.run(["--dry-run", sb.script], env)
+        expect_rc(r, 0, f"MPICH {version}")
+        lines = [l for l in r.stderr.splitlines() if "deadlock in MPI_Finalize" in l]
+        check(len(lines) == (1 if warned else 0), f"MPICH {version}: defect warnings {lines}")
+        if warned:
+            check("warning] MPICH 4.0.2 with ch4:ucx" in lines[0], f"one warning line naming it: {lines[0]}")
+
+
 def test_dry_run_secrets(sb):
     env = sb.env()
     env.update({"HF_TOKEN": "hf_supersecret1", "MY_PASSWORD": "supersecret2"})
