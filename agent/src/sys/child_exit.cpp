@@ -28,14 +28,16 @@ std::optional<int> poll_exit(int pid) {
   return shell_status(st);
 }
 
-int wait_exit(int pid) {
+int wait_status(int pid) {
   int st = 0;
   int r;
   do r = ::waitpid(pid, &st, 0);
   while (r < 0 && errno == EINTR);
   if (r < 0) throw_syscall_error("waitpid(" + std::to_string(pid) + ")", errno);
   forget_owned(pid);
-  return shell_status(st);
+  return st;
 }
+
+int wait_exit(int pid) { return shell_status(wait_status(pid)); }
 
 }  // namespace gj

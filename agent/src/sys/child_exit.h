@@ -3,12 +3,20 @@
 // signal-time table.
 #pragma once
 
+#include <signal.h>
+
 #include <optional>
 
 namespace gj {
 
+// The signals a parent that runs the program for someone (the PID-1 supervisor, the rank guard)
+// passes on to it: the ones launchers and Kubernetes send to end or notify a process.
+inline constexpr int kForwardedSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
 // waitpid(pid, WNOHANG): nullopt while running, else the shell-style status.
 std::optional<int> poll_exit(int pid);
+// Blocking waitpid; the raw wait status (WIFSIGNALED etc. apply).
+int wait_status(int pid);
 // Blocking waitpid; shell-style status.
 int wait_exit(int pid);
 // Converts a waitpid status to the shell convention (code, or 128+N when killed by N).

@@ -5,10 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-
 #include "child_exit.h"
-#include "process_registry.h"
 #include "spawn.h"
 
 namespace gj {
@@ -27,7 +24,7 @@ extern "C" void pass_on(int sig) {
 
 // The signals a launcher sends a rank to end or notify it; ignored ones stay ignored.
 void pass_signals_on() {
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
+  for (int sig : kForwardedSignals) {
     struct sigaction old {};
     if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN) continue;
     struct sigaction sa {};
@@ -57,10 +54,7 @@ int run_rank_guarded(const std::vector<std::string>& argv, int pmi_fd) {
   const ChildProcess program = spawn_process(argv, opt);
   g_program_pid = program.pid;
   if (const int early = g_early_signal; early != 0) ::kill(program.pid, early);
-  int st = 0;
-  while (::waitpid(program.pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  forget_owned(program.pid);
+  const int st = wait_status(program.pid);
   g_program_pid = 0;
   if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
   ask_launcher_to_abort(pmi_fd, shell_status(st));

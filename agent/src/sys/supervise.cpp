@@ -18,9 +18,6 @@
 namespace gj {
 namespace {
 
-// Signals a supervisor passes on to the job (the job decides what they mean).
-constexpr int kForwardedSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-
 bool is_termination_signal(int sig) {
   return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
 }
