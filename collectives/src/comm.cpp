@@ -139,7 +139,7 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
     mpi_check(MPI_Query_thread(&c->thread_level), "MPI_Query_thread");
     const int cpus = cpus_of_this_process();
     const bool patient = patient_progress(c->config.progress_wait, c->local_size, cpus);
-    c->queue = std::make_unique<HostQueue>(c->mpi, *c->host, c->thread_level, patient);
+    c->queue = std::make_unique<HostQueue>(c->mpi, *c->host, c->thread_level, patient, c->config.timeout_ms);
     log(c->config, LogLevel::Info, c->rank,
         std::string("progress thread: ") + (c->queue->patient() ? "patient" : "spinning") + " waits (" +
             std::to_string(c->local_size) + " ranks on the node, " + std::to_string(cpus) + " CPUs for this rank)");

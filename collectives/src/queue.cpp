@@ -92,7 +92,7 @@ int cpus_of_this_process() {
   return std::max(1, quota > 0 ? std::min(mask, quota) : mask);
 }
 
-HostQueue::HostQueue(MPI_Comm comm, Backend& host, int thread_level, bool patient)
+HostQueue::HostQueue(MPI_Comm comm, Backend& host, int thread_level, bool patient, long timeout_ms)
     : comm_(comm), host_(host), thread_level_(thread_level), patient_(false) {
 #if GJ_HAVE_SHM
   // Every rank arrives when any rank waits for arrivals: the board is collective.
@@ -100,10 +100,11 @@ HostQueue::HostQueue(MPI_Comm comm, Backend& host, int thread_level, bool patien
   mpi_check(MPI_Allreduce(MPI_IN_PLACE, &wanted, 1, MPI_INT, MPI_MAX, comm),
             "gj::HostQueue: MPI_Allreduce(progress wait)");
   std::string why_not;
-  if (wanted != 0) arrivals_ = shm::Arrivals::create(comm, &why_not);
+  if (wanted != 0) arrivals_ = shm::Arrivals::create(comm, timeout_ms, &why_not);
   patient_ = patient && arrivals_ != nullptr;
 #else
   (void)patient;
+  (void)timeout_ms;
 #endif
 }
 

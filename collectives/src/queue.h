@@ -64,8 +64,9 @@ class HostQueue {
  public:
   // comm and host are borrowed from the communicator, which outlives the queue.
   // thread_level: what MPI provides (MPI_Query_thread); below MPI_THREAD_MULTIPLE
-  // submit() is refused. patient: see patient_progress().
-  HostQueue(MPI_Comm comm, Backend& host, int thread_level, bool patient = false);
+  // submit() is refused. patient: see patient_progress(); a patient wait for a peer gives up
+  // after timeout_ms (GJ_COLL_TIMEOUT_MS, 0 = forever) with gjTimeout.
+  HostQueue(MPI_Comm comm, Backend& host, int thread_level, bool patient = false, long timeout_ms = 0);
   bool patient() const { return patient_; }
   ~HostQueue();  // shutdown()
   HostQueue(const HostQueue&) = delete;

@@ -12,7 +12,7 @@ static_assert(sizeof(StageWord) <= kLine, "a stage word fits its line");
 
 }  // namespace
 
-std::unique_ptr<Arrivals> Arrivals::create(MPI_Comm comm, std::string* why_not) {
+std::unique_ptr<Arrivals> Arrivals::create(MPI_Comm comm, long timeout_ms, std::string* why_not) {
   int rank = 0, size = 0, local_size = 0;
   mpi_check(MPI_Comm_rank(comm, &rank), "gj::shm::Arrivals::create: MPI_Comm_rank");
   mpi_check(MPI_Comm_size(comm, &size), "gj::shm::Arrivals::create: MPI_Comm_size");
@@ -27,11 +27,11 @@ std::unique_ptr<Arrivals> Arrivals::create(MPI_Comm comm, std::string* why_not) 
   }
   auto segment = Segment::map_shared(comm, kLine * static_cast<std::size_t>(size), why_not);
   if (!segment) return nullptr;
-  return std::make_unique<Arrivals>(std::move(segment), rank, size);
+  return std::make_unique<Arrivals>(std::move(segment), rank, size, timeout_ms);
 }
 
-Arrivals::Arrivals(std::unique_ptr<Segment> segment, int rank, int size)
-    : seg_(std::move(segment)), rank_(rank), size_(size), policy_(policy_for(0, WaitMode::Sleep)) {}
+Arrivals::Arrivals(std::unique_ptr<Segment> segment, int rank, int size, long timeout_ms)
+    : seg_(std::move(segment)), rank_(rank), size_(size), policy_(policy_for(timeout_ms, WaitMode::Sleep)) {}
 
 StageWord& Arrivals::word(int q) const { return *reinterpret_cast<StageWord*>(seg_->base() + kLine * q); }
 

@@ -21,16 +21,17 @@ namespace gj::shm {
 class Arrivals {
  public:
   // Collective over comm. nullptr (the reason in why_not) when its ranks are not all on one
-  // node or the segment cannot be made.
-  static std::unique_ptr<Arrivals> create(MPI_Comm comm, std::string* why_not);
-  Arrivals(std::unique_ptr<Segment> segment, int rank, int size);
+  // node or the segment cannot be made. timeout_ms bounds each wait (0 = forever), as
+  // GJ_COLL_TIMEOUT_MS bounds every other shared-memory wait for a peer.
+  static std::unique_ptr<Arrivals> create(MPI_Comm comm, long timeout_ms, std::string* why_not);
+  Arrivals(std::unique_ptr<Segment> segment, int rank, int size, long timeout_ms);
 
   // This rank enters its next collective; returns the collective's number (1, 2, ...). Wakes
   // a peer sleeping for it. A few nanoseconds when nobody sleeps.
   std::uint64_t arrive();
   // Returns once every peer has arrived at collective n: spins briefly, yields a few times,
-  // then sleeps on the futex of the latest peer's counter. No timeout (a peer may compute for
-  // as long as it likes before its matching call, as with MPI).
+  // then sleeps on the futex of the latest peer's counter. Throws gj::Error(gjTimeout) naming
+  // the peer after the timeout (a dead or stalled peer).
   void wait_for_peers(std::uint64_t n) const;
 
  private:

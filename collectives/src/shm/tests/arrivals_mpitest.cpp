@@ -1,6 +1,7 @@
 // Arrival counters (shm/arrivals.h) under real mpiexec: arrivals are numbered alike on every
 // rank, and a rank waiting for a late peer sleeps (little CPU) until the peer's arrival wakes
-// it. Exit 0 and "PASSED" on rank 0, else 1.
+// it, and gives up with gjTimeout after the board's timeout when the peer never comes.
+// Exit 0 and "PASSED" on rank 0, else 1.
 #include <mpi.h>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "error.h"
 #include "shm/arrivals.h"
 
 namespace {
@@ -27,7 +29,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   std::string why_not;
-  auto arrivals = gj::shm::Arrivals::create(MPI_COMM_WORLD, &why_not);
+  auto arrivals = gj::shm::Arrivals::create(MPI_COMM_WORLD, 10000, &why_not);
   int failed = 0;
   if (!arrivals) {
     std::printf("rank %d: no arrival board: %s\n", rank, why_not.c_str());
@@ -56,6 +58,26 @@ int main(int argc, char** argv) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  // A peer that never arrives: rank 0 waits on a board with a 200 ms timeout while the others
+  // sit in the barrier, and must get gjTimeout after about that long, not wait forever.
+  auto short_fuse = gj::shm::Arrivals::create(MPI_COMM_WORLD, 200, &why_not);
+  if (rank == 0 && short_fuse) {
+    const auto wall0 = std::chrono::steady_clock::now();
+    gjResult_t code = gjSuccess;
+    try {
+      short_fuse->wait_for_peers(short_fuse->arrive());
+    } catch (const gj::Error& e) {
+      code = e.code();
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    if (code != gjTimeout || wall < 0.19 || wall > 5.0) {
+      std::printf("rank 0: a peer that never arrives gave result %d after %.3f s (want gjTimeout after ~0.2 s)\n",
+                  static_cast<int>(code), wall);
+      failed = 1;
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  short_fuse.reset();
   MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0) std::printf("%s (ranks=%d)\n", failed ? "FAILED" : "PASSED", size);
   arrivals.reset();
