@@ -8,7 +8,7 @@ Models: the seed's CNN (batch 64 of 1x28x28) and "resnet50-shapes", a model hold
 matmul per weight against a fixed input (batch rows), so backward produces every gradient, last
 layer first, with compute proportional to the parameter count.
 
-    mpiexec -np 2 python3 step_bench.py [--steps 10] [--warmup 3] [--models cnn,resnet50-shapes]
+    mpiexec -np 2 python3 step_bench.py [--steps 30] [--warmup 2] [--models cnn,resnet50-shapes]
 Rank 0 prints one table row per model; bench/torch/run.sh runs 2 and 4 ranks.
 """
 
@@ -91,27 +91,40 @@ def make(model_name, rank, batch):
     return model, lambda m: m(inputs)
 
 
-def timed(steppers, steps, warmup):
-    """Median wall and CPU time per step and mode, the modes interleaved step by step (so a
-    change in the machine's load hits every mode alike); each step starts after a barrier, and
-    the job's step time is the slowest rank's. CPU time is the process's (every thread: torch,
-    gj's progress thread, gloo's threads): on a shared, loaded machine wall time mostly measures
-    the other jobs, CPU time what each mode itself spends."""
+def timed(steppers, steps, warmup, baseline="local"):
+    """Per mode: the median step time and the median overhead over the baseline, wall and CPU.
+
+    The modes run interleaved, one step each per round, in an order rotating by one every
+    round (so neither a change in the machine's load nor the mode run just before favours
+    one mode); each step starts after a barrier and the job's step time is the slowest
+    rank's. A mode's overhead is the median over rounds of its step time minus the
+    baseline's step of the same round: pairing steps that ran seconds apart cancels the drift
+    of a shared VM's speed, which moves whole medians by more than the overheads measured.
+    CPU time is the process's (every thread: torch, gj's progress thread, gloo's threads)."""
+    modes = list(steppers)
     for _ in range(warmup):
         for step in steppers.values():
             step()
-    times = {mode: ([], []) for mode in steppers}
-    for _ in range(steps):
-        for mode, step in steppers.items():
+    wall = {m: [0.0] * steps for m in modes}
+    cpu = {m: [0.0] * steps for m in modes}
+    for k in range(steps):
+        for m in modes[k % len(modes):] + modes[:k % len(modes)]:
             hvd.barrier()
             t0, c0 = time.perf_counter(), time.process_time()
-            step()
-            times[mode][0].append(time.perf_counter() - t0)
-            times[mode][1].append(time.process_time() - c0)
+            steppers[m]()
+            wall[m][k] = time.perf_counter() - t0
+            cpu[m][k] = time.process_time() - c0
+    # Each step's time on the slowest rank, one allreduce for all.
+    flat = torch.tensor([v for m in modes for v in wall[m] + cpu[m]], dtype=torch.float64)
+    flat = hvd.allreduce(flat, op=hvd.Max).tolist()
+    for n, m in enumerate(modes):
+        at = 2 * n * steps
+        wall[m], cpu[m] = flat[at:at + steps], flat[at + steps:at + 2 * steps]
     out = {}
-    for mode, (wall, cpu) in times.items():
-        med = torch.tensor([statistics.median(wall), statistics.median(cpu)], dtype=torch.float64)
-        out[mode] = hvd.allreduce(med, op=hvd.Max).tolist()
+    for m in modes:
+        out[m] = {"wall": statistics.median(wall[m]), "cpu": statistics.median(cpu[m]),
+                  "wall_over": statistics.median(a - b for a, b in zip(wall[m], wall[baseline])),
+                  "cpu_over": statistics.median(a - b for a, b in zip(cpu[m], cpu[baseline]))}
     return out
 
 
@@ -141,8 +154,8 @@ def bench(model_name, args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--steps", type=int, default=30, help="timed rounds (one step of every mode each)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed rounds first")
     p.add_argument("--batch", type=int, default=64, help="cnn batch per rank")
     p.add_argument("--rows", type=int, default=8, help="resnet50-shapes input rows per rank")
     p.add_argument("--models", default="cnn,resnet50-shapes")
@@ -157,7 +170,8 @@ def main():
     if rank == 0:
         print(f"\ngj.torch DistributedOptimizer vs DDP over gloo, {size} ranks, CPU, torch {torch.__version__}, "
               f"{torch.get_num_threads()} torch thread(s) on {len(os.sched_getaffinity(0))} CPU(s) per rank for every mode, "
-              f"median of {args.steps} interleaved steps (slowest rank), "
+              f"medians of {args.steps} interleaved rounds (slowest rank; overhead: median of the "
+              f"per-round difference to the no-comm step), "
               f"bucket {os.environ.get('GJ_TORCH_BUCKET_BYTES', 'default')} bytes, "
               f"GJ_COLL_PROGRESS_WAIT={os.environ.get('GJ_COLL_PROGRESS_WAIT') or 'auto'}")
         print("| model | params (tensors) | ranks | no-comm ms | gj ms | gj overhead ms (% of no-comm) "
@@ -165,14 +179,14 @@ def main():
               "| CPU ms no-comm / gj / DDP | CPU overhead gj / DDP |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for name, nparams, ntensors, r in rows:
-            (lw, lc), (gw, gc), (dw, dc) = r["local"], r["gj"], r["ddp"]
-            go, do = gw - lw, dw - lw
+            local, gj, ddp = r["local"], r["gj"], r["ddp"]
+            lw, go, do = local["wall"], gj["wall_over"], ddp["wall_over"]
             ratio = f"{go / do:.2f}" if do > 0 else "n/a"
-            cratio = f"{(gc - lc) / (dc - lc):.2f}" if dc > lc else "n/a"
+            cratio = f"{gj['cpu_over'] / ddp['cpu_over']:.2f}" if ddp["cpu_over"] > 0 else "n/a"
             print(f"| {name} | {nparams / 1e6:.2f} M ({ntensors}) | {size} | {lw * 1e3:.1f} | "
-                  f"{gw * 1e3:.1f} | {go * 1e3:.1f} ({100 * go / lw:.0f} %) | {dw * 1e3:.1f} | "
-                  f"{do * 1e3:.1f} ({100 * do / lw:.0f} %) | {ratio} | {lc * 1e3:.0f} / {gc * 1e3:.0f} / "
-                  f"{dc * 1e3:.0f} | {cratio} |", flush=True)
+                  f"{gj['wall'] * 1e3:.1f} | {go * 1e3:.1f} ({100 * go / lw:.0f} %) | {ddp['wall'] * 1e3:.1f} | "
+                  f"{do * 1e3:.1f} ({100 * do / lw:.0f} %) | {ratio} | {local['cpu'] * 1e3:.0f} / "
+                  f"{gj['cpu'] * 1e3:.0f} / {ddp['cpu'] * 1e3:.0f} | {cratio} |", flush=True)
     dist.destroy_process_group()
     return 0
 

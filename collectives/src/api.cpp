@@ -170,7 +170,7 @@ gj::Work work_for(const char* call, const gjComm* c, gj::Kind kind, std::uint64_
   w.sig.kind = kind;
   w.sig.count = count;
   w.sig.dtype = static_cast<std::uint64_t>(dtype);
-  w.check = c->config.check;
+  w.check = c->checks(false);
   return w;
 }
 
@@ -236,7 +236,7 @@ void grouped(const char* call, gjComm* c, const void* const* sendbuffs, void* co
   gj::Work w = reduction_work(call, c, gj::Kind::GroupedAllReduce, total / gj::dtype_size(dtype), dtype, op, scale);
   w.sig.ntensors = static_cast<std::uint64_t>(ntensors);
   w.sig.counts_hash = gj::hash_counts(counts, ntensors);
-  w.check = true;  // always: a fused buffer of different length on one rank would reduce wrong data
+  w.check = c->checks(true);
   gj::Backend* b = t.backend;
   const std::size_t threshold = c->fusion_threshold;
   auto body = [=, sends = std::move(sends), recvs = std::move(recvs), n = std::move(n)] {
@@ -322,7 +322,7 @@ void barrier(const char* call, gjComm* c, gjRequest_t* request) {
   gj::Work w;
   w.call = call;
   w.sig.kind = gj::Kind::Barrier;
-  w.check = c->config.check;
+  w.check = c->checks(false);
   const MPI_Comm mpi = c->mpi;
   auto body = [=] { gj::mpi_check(MPI_Barrier(mpi), std::string(call) + ": MPI_Barrier"); };
   issue(c, Target{false, c->host.get()}, std::move(w), std::move(body), request, nullptr);
@@ -633,7 +633,7 @@ gjResult_t gjCommSplit(gjComm_t comm, int color, int key, gjComm_t* newcomm) {
     gj::Work w;
     w.call = call;
     w.sig.kind = gj::Kind::Split;
-    w.check = c->config.check;
+    w.check = c->checks(false);
     std::unique_ptr<gjComm> made;
     w.body = [&] {
       MPI_Comm split = MPI_COMM_NULL;
@@ -651,6 +651,7 @@ gjResult_t gjCommSplit(gjComm_t comm, int color, int key, gjComm_t* newcomm) {
     c->queue->run_blocking(w);
     if (!made) return;
     made->fusion_threshold = c->fusion_threshold;
+    made->check = c->check;
     gj::registry::add(made.get());
     *newcomm = made.release();
   });
@@ -658,7 +659,9 @@ gjResult_t gjCommSplit(gjComm_t comm, int color, int key, gjComm_t* newcomm) {
 
 gjResult_t gjCommSetCheck(gjComm_t comm, int enabled) {
   static constexpr const char* call = "gjCommSetCheck";
-  return guarded(call, comm, [&] { live(call, comm)->config.check = enabled != 0; });
+  return guarded(call, comm, [&] {
+    live(call, comm)->check = enabled != 0 ? gjComm::CheckScope::All : gjComm::CheckScope::None;
+  });
 }
 
 int gjBuildCapabilities(void) {

@@ -133,6 +133,7 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
   if (inherit != nullptr) c->config = *inherit;
   else c->config = on_all_ranks_or_none(parent, "GJ_COLL_* settings", [] { return parse_config(snapshot_coll_env()); });
   c->fusion_threshold = c->config.fusion_bytes;
+  c->check = c->config.check ? gjComm::CheckScope::All : gjComm::CheckScope::Grouped;
   mpi_check(MPI_Comm_dup(parent, &c->mpi), "MPI_Comm_dup");
   try {
     set_up(*c);

@@ -19,6 +19,14 @@ struct gjComm {
   int local_rank = 0;
   int local_size = 1;
   gj::Config config;
+  // Which calls compare their arguments across ranks before moving data (the agreement
+  // check, docs/collectives.md). From the environment: GJ_COLL_CHECK=1 every call, else only
+  // grouped allreduces (a mismatched tensor list would reduce misaligned data). After
+  // gjCommSetCheck(comm, 1 | 0): every call | none, for a caller that guarantees matching
+  // calls itself (gj.torch's DistributedOptimizer agrees on its whole bucket plan once).
+  enum class CheckScope { None, Grouped, All };
+  CheckScope check = CheckScope::Grouped;
+  bool checks(bool grouped) const { return check == CheckScope::All || (grouped && check == CheckScope::Grouped); }
   std::size_t fusion_threshold = 0;
   gj::BackendPlan plan;
   std::unique_ptr<gj::Backend> host;    // MPI (+ shared memory)

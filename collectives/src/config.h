@@ -48,8 +48,8 @@ struct Config {
   LogLevel log_level = LogLevel::Warn;
   // GJ_COLL_CHECK=1|0 (default 0): before every collective, check with one small MPI_Allreduce
   // that all ranks passed the same count/dtype/op (root for broadcast); a mismatch returns
-  // gjInvalidUsage on every rank instead of a hang or a wrong result. Grouped allreduce always
-  // checks its tensor list.
+  // gjInvalidUsage on every rank instead of a hang or a wrong result. Grouped allreduce checks
+  // its tensor list either way, until gjCommSetCheck (gjComm::check).
   bool check = false;
 };
 

@@ -308,3 +308,30 @@ def test_optimizer_state_mismatch_raises_on_every_rank(world):
         hvd.broadcast_optimizer_state(opt, root_rank=0)
     with pytest.raises(ValueError, match="LBFGS"):
         hvd.broadcast_optimizer_state(torch.optim.LBFGS(model.parameters()), root_rank=0)
+
+
+def test_check_switch_reaches_the_library_grouped_check_included(world):
+    """Comm.set_check(False) from the initial state turns the library's grouped-allreduce check
+    off (what DistributedOptimizer relies on for its buckets), set_check(True) on again. The
+    probe: the same 32 elements split into tensors differently on rank 0."""
+    from gj import _core
+    r, n = world
+    comm = _core.Comm.world()
+    data = torch.empty(32)
+
+    def split_call():
+        data.copy_(torch.arange(1.0, 33.0))
+        parts = [data] if r == 0 else [data[:16], data[16:]]
+        comm.grouped_allreduce([p.data_ptr() for p in parts], [p.data_ptr() for p in parts],
+                               [p.numel() for p in parts], _lib.FLOAT32, _lib.SUM)
+    try:
+        with pytest.raises(_lib.GjError, match="ranks passed different"):
+            split_call()
+        comm.set_check(False)
+        split_call()
+        assert torch.equal(data, torch.arange(1.0, 33.0) * n)
+        comm.set_check(True)
+        with pytest.raises(_lib.GjError, match="ranks passed different"):
+            split_call()
+    finally:
+        comm.destroy()

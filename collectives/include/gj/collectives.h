@@ -184,8 +184,10 @@ gjResult_t gjBarrier(gjComm_t comm);
 /* Collective over comm: ranks passing the same color >= 0 form a new communicator, ordered by
  * key (then by rank in comm); color < 0 returns *newcomm = NULL. Settings are inherited. */
 gjResult_t gjCommSplit(gjComm_t comm, int color, int key, gjComm_t* newcomm);
-/* Turns the cross-rank agreement check (GJ_COLL_CHECK) on or off for later calls. Every rank
- * must switch at the same point of its call sequence. */
+/* Turns the cross-rank agreement check (GJ_COLL_CHECK) on or off for every later call, the
+ * grouped allreduce's check of its tensor list included (on by default): off is for callers
+ * that guarantee matching calls themselves. Every rank must switch at the same point of its
+ * call sequence. */
 gjResult_t gjCommSetCheck(gjComm_t comm, int enabled);
 
 /* --- Nonblocking operations --------------------------------------------------------------- */

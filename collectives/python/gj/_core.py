@@ -72,7 +72,7 @@ class Comm:
         self.size = self._query(lib.gjCommSize, "gjCommSize")
         self.local_rank = self._query(lib.gjCommLocalRank, "gjCommLocalRank")
         self.local_size = self._query(lib.gjCommLocalSize, "gjCommLocalSize")
-        self._check_on = False
+        self._check_on = None  # the library's initial scope (GJ_COLL_CHECK; grouped calls checked)
 
     @classmethod
     def world(cls):
@@ -100,8 +100,9 @@ class Comm:
 
     # ---- settings ------------------------------------------------------------------------
     def set_check(self, enabled):
-        """Turns the library's cross-rank agreement check on or off (every rank at the same
-        point of its call sequence)."""
+        """Turns the library's cross-rank agreement check on or off for every later call, the
+        grouped allreduce's own check included (every rank at the same point of its call
+        sequence)."""
         if bool(enabled) != self._check_on:
             self._run("gjCommSetCheck", self._h(), 1 if enabled else 0)
             self._check_on = bool(enabled)

@@ -112,6 +112,47 @@ void nonblocking_mismatch(Ctx& ctx, gjComm_t c) {
   if (refused != nullptr) ctx.fail(F, "a refused call returned a request");
 }
 
+// A grouped allreduce checks its tensor list by default (GJ_COLL_CHECK unset);
+// gjCommSetCheck(c, 0) turns that check off too, for callers that guarantee matching lists.
+// The probe: the same 32 elements split into tensors differently on rank 0. Checked, every
+// rank fails; unchecked, the call runs and reduces the concatenation elementwise (the
+// caller's responsibility; here the splits cover the same elements, so the sums are right).
+void grouped_check_scope(Ctx& ctx) {
+  gjComm_t c = nullptr;
+  const MPI_Comm world = MPI_COMM_WORLD;
+  expect_ok(ctx, F, "gjCommInitMpi (default check)", gjCommInitMpi(&c, &world));
+  std::vector<float> a(32);
+  const bool r0 = ctx.rank == 0;
+  const auto split_call = [&] {
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i + 1);
+    const void* sends[2] = {a.data(), a.data() + 16};
+    void* recvs[2] = {a.data(), a.data() + 16};
+    const std::size_t counts[2] = {16, 16};
+    const void* whole_send[1] = {a.data()};
+    void* whole_recv[1] = {a.data()};
+    const std::size_t whole[1] = {32};
+    return r0 ? gjGroupedAllReduce(whole_send, whole_recv, whole, 1, gjFloat32, gjSum, c, nullptr)
+              : gjGroupedAllReduce(sends, recvs, counts, 2, gjFloat32, gjSum, c, nullptr);
+  };
+  expect_error(ctx, F, "grouped split differs, default check", split_call(), gjInvalidUsage,
+               "gjGroupedAllReduce: ranks passed different", c);
+  expect_ok(ctx, F, "gjCommDestroy", gjCommDestroy(c));
+
+  expect_ok(ctx, F, "gjCommInitMpi", gjCommInitMpi(&c, &world));
+  expect_ok(ctx, F, "gjCommSetCheck(0)", gjCommSetCheck(c, 0), c);
+  expect_ok(ctx, F, "grouped split differs, check off", split_call(), c);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != static_cast<float>((i + 1) * static_cast<std::size_t>(ctx.size))) {
+      ctx.fail(F, "unchecked grouped allreduce: element " + std::to_string(i) + " is " + std::to_string(a[i]));
+      break;
+    }
+  }
+  expect_ok(ctx, F, "gjCommSetCheck(1)", gjCommSetCheck(c, 1), c);
+  expect_error(ctx, F, "grouped split differs, check on again", split_call(), gjInvalidUsage,
+               "gjGroupedAllReduce: ranks passed different", c);
+  expect_ok(ctx, F, "gjCommDestroy", gjCommDestroy(c));
+}
+
 }  // namespace
 
 void run_mismatch_cases(Ctx& ctx) {
@@ -120,6 +161,7 @@ void run_mismatch_cases(Ctx& ctx) {
   blocking_mismatches(ctx, c);
   nonblocking_mismatch(ctx, c);
   expect_ok(ctx, F, "destroy after a failed request", gjCommDestroy(c));
+  grouped_check_scope(ctx);
 }
 
 }  // namespace gjt

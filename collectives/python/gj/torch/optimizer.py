@@ -176,6 +176,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             items.append((i, wire, fired))
         wires = [w for _, w, _ in items]
         try:
+            # Unchecked: the bucket plan and every parameter's shape were agreed at
+            # construction, and which buckets a step issues follows from the flag exchange,
+            # identical on every rank. The library's per-call check would cost a small
+            # allreduce per bucket, about 10 ms per step of the ResNet-50-sized benchmark.
             self._comm.set_check(False)
             req = self._comm.grouped_allreduce([ptr(w) for w in wires], [ptr(w) for w in wires],
                                                [w.numel() for w in wires], _dtype(wires[0]), self._op,
