@@ -66,7 +66,7 @@ Agreed agree(const gjComm& c) {
   return Agreed{v[0], v[1] != 0};
 }
 
-std::unique_ptr<shm::ShmAllreduce> make_shm(const gjComm& c, bool enabled) {
+std::unique_ptr<shm::ShmAllreduce> make_shm(const gjComm& c, bool enabled, bool patient) {
   if (!enabled) {
     log(c.config, LogLevel::Info, c.rank, "shared-memory allreduce off (GJ_COLL_SHM=0 on some rank)");
     return nullptr;
@@ -75,11 +75,12 @@ std::unique_ptr<shm::ShmAllreduce> make_shm(const gjComm& c, bool enabled) {
   std::string why_not;
   shm::ShmOptions options;
   options.timeout_ms = c.config.timeout_ms;  // a dead peer: gjTimeout instead of a hang
-  options.wait = c.config.shm_wait;
+  options.wait = engine_wait(c.config.shm_wait, patient);
   auto shm = shm::ShmAllreduce::create(c.mpi, options, &why_not);
   if (!shm) log(c.config, LogLevel::Info, c.rank, "shared-memory allreduce not used: " + why_not);
   return shm;
 #else
+  (void)patient;
   log(c.config, LogLevel::Debug, c.rank, "shared-memory allreduce not built in");
   return nullptr;
 #endif
@@ -93,7 +94,9 @@ std::string device_path() {
 #endif
 }
 
-void set_up(gjComm& c) {
+// Returns whether this rank's progress thread waits patiently (patient_progress), which the
+// shared-memory engine's waits follow.
+bool set_up(gjComm& c, int cpus) {
   mpi_check(MPI_Comm_set_errhandler(c.mpi, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   mpi_check(MPI_Comm_rank(c.mpi, &c.rank), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(c.mpi, &c.size), "MPI_Comm_size");
@@ -102,7 +105,8 @@ void set_up(gjComm& c) {
   c.plan = on_all_ranks_or_none(c.mpi, "backend choice", [&] {
     return plan_backends(c.config, BackendFacts{kBuiltWithNccl, agreed.min_device_count});
   });
-  auto shm = make_shm(c, agreed.shm);
+  const bool patient = patient_progress(c.config.progress_wait, c.local_size, cpus);
+  auto shm = make_shm(c, agreed.shm, patient);
   const std::string host_path =
       shm ? std::string("shared memory (") + shm->wait_name() + " waits) + MPI" : std::string("MPI");
   c.host = make_host_backend(c.mpi, std::move(shm));
@@ -123,6 +127,7 @@ void set_up(gjComm& c) {
       "communicator ready: size=" + std::to_string(c.size) + " local_size=" + std::to_string(c.local_size) +
           "; host buffers: " + host_path + "; device buffers: " +
           (c.plan.use_nccl ? device_path() : "unsupported, " + c.plan.no_nccl_reason));
+  return patient;
 }
 
 }  // namespace
@@ -136,10 +141,9 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
   c->check = c->config.check ? gjComm::CheckScope::All : gjComm::CheckScope::Grouped;
   mpi_check(MPI_Comm_dup(parent, &c->mpi), "MPI_Comm_dup");
   try {
-    set_up(*c);
-    mpi_check(MPI_Query_thread(&c->thread_level), "MPI_Query_thread");
     const int cpus = cpus_of_this_process();
-    const bool patient = patient_progress(c->config.progress_wait, c->local_size, cpus);
+    const bool patient = set_up(*c, cpus);
+    mpi_check(MPI_Query_thread(&c->thread_level), "MPI_Query_thread");
     c->queue = std::make_unique<HostQueue>(c->mpi, *c->host, c->thread_level, patient, c->config.timeout_ms);
     log(c->config, LogLevel::Info, c->rank,
         std::string("progress thread: ") + (c->queue->patient() ? "patient" : "spinning") + " waits (" +

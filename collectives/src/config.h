@@ -31,8 +31,9 @@ struct Config {
   bool shm = true;
   // GJ_COLL_SHM_WAIT=auto|spin|sleep (default auto): how a rank of the shared-memory path
   // waits for its peers. auto sleeps (futex) when the ranks outnumber their CPUs (the union
-  // of their affinity masks, or their cgroup's CPU quota when smaller: a pod's CPU limit),
-  // else spins. Ranks that disagree use the most patient choice any of them asked for
+  // of their affinity masks, or their cgroup's CPU quota when smaller: a pod's CPU limit) or
+  // when the progress thread waits patiently (GJ_COLL_PROGRESS_WAIT: its engine waits share a
+  // CPU with compute threads), else spins. Ranks that disagree use the most patient choice any of them asked for
   // (sleep over spin over auto).
   ShmWait shm_wait = ShmWait::Auto;
   // GJ_COLL_PROGRESS_WAIT=auto|spin|sleep (default auto): how the progress thread, which runs

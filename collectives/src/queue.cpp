@@ -80,6 +80,10 @@ bool patient_progress(ProgressWait choice, int local_ranks, int cpus) {
   return 2L * local_ranks > cpus;
 }
 
+ShmWait engine_wait(ShmWait setting, bool patient) {
+  return setting == ShmWait::Auto && patient ? ShmWait::Sleep : setting;
+}
+
 int cpus_of_this_process() {
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -57,6 +57,10 @@ class Completion {
 // yes, Spin no, Auto when the node's ranks, each a compute thread plus a progress thread,
 // outnumber this rank's CPUs (2 * local_ranks > cpus).
 bool patient_progress(ProgressWait choice, int local_ranks, int cpus);
+// Pure: the shared-memory engine's wait setting (GJ_COLL_SHM_WAIT) for a communicator whose
+// progress thread is patient or not: auto becomes sleep with a patient one, whose engine
+// waits would otherwise spin on the CPU its rank's compute threads need; spin and sleep stay.
+ShmWait engine_wait(ShmWait setting, bool patient);
 // CPUs this process may run on: its affinity mask, or its cgroup's CPU quota when smaller.
 int cpus_of_this_process();
 

@@ -2,7 +2,8 @@
 //  - spin (ranks <= CPUs): spin briefly with a pause instruction (the peer is on another core
 //    and about to arrive), then yield the CPU on every check, and once the wait passed 1 ms
 //    nap 50 us per check (a late peer: the CPU goes to this rank's other threads);
-//  - sleep (ranks outnumber CPUs, e.g. 4 ranks on 2 cores): after a few spins and a few
+//  - sleep (ranks outnumber CPUs, e.g. 4 ranks on 2 cores, or the progress thread shares its
+//    rank's CPU with compute threads): after a few spins and a few
 //    yields, sleep on a futex on the counter, so the CPU goes to a rank that has work instead
 //    of to waiters that keep waking up to yield; the publisher wakes sleepers only when there
 //    are any.

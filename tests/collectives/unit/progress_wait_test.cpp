@@ -32,3 +32,11 @@ TEST_CASE("cpus_of_this_process: at least one, at most the affinity mask", "[que
   REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
   CHECK(cpus <= CPU_COUNT(&set));
 }
+
+TEST_CASE("engine_wait: a patient progress thread makes the engine's auto waits sleep", "[queue]") {
+  using gj::ShmWait;
+  CHECK(gj::engine_wait(ShmWait::Auto, true) == ShmWait::Sleep);
+  CHECK(gj::engine_wait(ShmWait::Auto, false) == ShmWait::Auto);  // the engine's own rule (ranks vs CPUs)
+  CHECK(gj::engine_wait(ShmWait::Spin, true) == ShmWait::Spin);
+  CHECK(gj::engine_wait(ShmWait::Sleep, false) == ShmWait::Sleep);
+}
