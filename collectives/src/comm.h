@@ -26,7 +26,9 @@ struct gjComm {
   // calls itself (gj.torch's DistributedOptimizer agrees on its whole bucket plan once).
   enum class CheckScope { None, Grouped, All };
   CheckScope check = CheckScope::Grouped;
-  bool checks(bool grouped) const { return check == CheckScope::All || (grouped && check == CheckScope::Grouped); }
+  bool checks(bool grouped) const {
+    return check == CheckScope::All || (grouped && check == CheckScope::Grouped);
+  }
   std::size_t fusion_threshold = 0;
   gj::BackendPlan plan;
   std::unique_ptr<gj::Backend> host;    // MPI (+ shared memory)

@@ -33,8 +33,8 @@ struct Config {
   // waits for its peers. auto sleeps (futex) when the ranks outnumber their CPUs (the union
   // of their affinity masks, or their cgroup's CPU quota when smaller: a pod's CPU limit) or
   // when the progress thread waits patiently (GJ_COLL_PROGRESS_WAIT: its engine waits share a
-  // CPU with compute threads), else spins. Ranks that disagree use the most patient choice any of them asked for
-  // (sleep over spin over auto).
+  // CPU with compute threads), else spins. Ranks that disagree use the most patient choice
+  // any of them asked for (sleep over spin over auto).
   ShmWait shm_wait = ShmWait::Auto;
   // GJ_COLL_PROGRESS_WAIT=auto|spin|sleep (default auto): how the progress thread, which runs
   // nonblocking host requests, waits for peers that have not yet issued its request. sleep:
