@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh BUILD_DIR [step_bench.py args...]: the gj.torch step benchmark at 2 and 4 ranks (one
 # torch thread per rank, for every mode alike), the package imported from BUILD_DIR. Prints one
-# table per rank count. About 3 minutes on a quiet 2-core VM (30 rounds); the load skews wall
+# table per rank count. About 3.5 minutes on a quiet 2-core VM (30 rounds); the load skews wall
 # times, so note it.
 set -euo pipefail
 build=${1:?usage: run.sh BUILD_DIR [args...]}

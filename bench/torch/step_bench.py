@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Training-step time of gj.torch's DistributedOptimizer against torch DistributedDataParallel
 over gloo, same model, data, batch and ranks, side by side in one run, plus the same loop
-without communication (each one's overhead = its step time minus that no-communication step).
+without communication (each one's overhead = its step time minus that no-communication step,
+with a 95 % confidence interval), and the training thread's off-CPU time in a step: the part of
+the overhead that communication takes from the rank's core or spends waiting, measured without
+the compute's own step-to-step spread (see timed()).
 
 Models: the seed's CNN (batch 64 of 1x28x28) and "resnet50-shapes", a model holding ResNet-50's
 161 parameter tensors (25,557,032 parameters; bench/gpu/resnet50_shapes.h) whose forward is one
@@ -25,6 +28,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 import gj.torch as hvd
+from bench_stats import median_ci
 
 
 def seed_net_class():
@@ -92,40 +96,42 @@ def make(model_name, rank, batch):
 
 
 def timed(steppers, steps, warmup, baseline="local"):
-    """Per mode: the median step time and the median overhead over the baseline, wall and CPU.
+    """Per mode: the median step time, and two overheads over the baseline, each the median
+    over rounds of the mode's minus the baseline's value of the same round (with its 95 % CI):
+    - "over": step time, the slowest rank's (the definition: step minus no-comm step);
+    - "off_over": the training thread's off-CPU time in the step (wall minus its CPU time),
+      of the rank that was off the CPU least (the slowest rank: the others also wait for it).
 
     The modes run interleaved, one step each per round, in an order rotating by one every
     round (so neither a change in the machine's load nor the mode run just before favours
-    one mode); each step starts after a barrier and the job's step time is the slowest
-    rank's. A mode's overhead is the median over rounds of its step time minus the
-    baseline's step of the same round: pairing steps that ran seconds apart cancels the drift
-    of a shared VM's speed, which moves whole medians by more than the overheads measured.
-    CPU time is the process's (every thread: torch, gj's progress thread, gloo's threads)."""
+    one mode); each step starts after a barrier. Pairing steps that ran a second apart
+    cancels the drift of a shared VM's speed. The step time still carries the compute's own
+    step-to-step spread (about 10 % of a step on this VM); the off-CPU time does not: with
+    one torch thread per rank it is the time communication took the rank's core (gj's
+    progress thread, gloo's threads) or waited for a peer, measured without the compute.
+    It misses what communication adds to the training thread's own CPU time (Python hooks,
+    cache misses after a switch)."""
     modes = list(steppers)
     for _ in range(warmup):
         for step in steppers.values():
             step()
     wall = {m: [0.0] * steps for m in modes}
-    cpu = {m: [0.0] * steps for m in modes}
+    off = {m: [0.0] * steps for m in modes}
     for k in range(steps):
         for m in modes[k % len(modes):] + modes[:k % len(modes)]:
             hvd.barrier()
-            t0, c0 = time.perf_counter(), time.process_time()
+            t0, c0 = time.perf_counter(), time.thread_time()
             steppers[m]()
             wall[m][k] = time.perf_counter() - t0
-            cpu[m][k] = time.process_time() - c0
-    # Each step's time on the slowest rank, one allreduce for all.
-    flat = torch.tensor([v for m in modes for v in wall[m] + cpu[m]], dtype=torch.float64)
-    flat = hvd.allreduce(flat, op=hvd.Max).tolist()
-    for n, m in enumerate(modes):
-        at = 2 * n * steps
-        wall[m], cpu[m] = flat[at:at + steps], flat[at + steps:at + 2 * steps]
-    out = {}
-    for m in modes:
-        out[m] = {"wall": statistics.median(wall[m]), "cpu": statistics.median(cpu[m]),
-                  "wall_over": statistics.median(a - b for a, b in zip(wall[m], wall[baseline])),
-                  "cpu_over": statistics.median(a - b for a, b in zip(cpu[m], cpu[baseline]))}
-    return out
+            off[m][k] = wall[m][k] - (time.thread_time() - c0)
+
+    def per_step(values, op):  # each step's value on the slowest (Max) or least-off (Min) rank
+        flat = hvd.allreduce(torch.tensor([v for m in modes for v in values[m]], dtype=torch.float64), op=op)
+        return {m: flat[n * steps:(n + 1) * steps].tolist() for n, m in enumerate(modes)}
+    wall, off = per_step(wall, hvd.Max), per_step(off, hvd.Min)
+    return {m: {"wall": statistics.median(wall[m]), "off": statistics.median(off[m]),
+                "over": median_ci([a - b for a, b in zip(wall[m], wall[baseline])]),
+                "off_over": median_ci([a - b for a, b in zip(off[m], off[baseline])])} for m in modes}
 
 
 def bench(model_name, args):
@@ -168,25 +174,32 @@ def main():
     for name in args.models.split(","):
         rows.append((name,) + bench(name, args))
     if rank == 0:
+        threads = torch.get_num_threads()
         print(f"\ngj.torch DistributedOptimizer vs DDP over gloo, {size} ranks, CPU, torch {torch.__version__}, "
-              f"{torch.get_num_threads()} torch thread(s) on {len(os.sched_getaffinity(0))} CPU(s) per rank for every mode, "
-              f"medians of {args.steps} interleaved rounds (slowest rank; overhead: median of the "
-              f"per-round difference to the no-comm step), "
-              f"bucket {os.environ.get('GJ_TORCH_BUCKET_BYTES', 'default')} bytes, "
+              f"{threads} torch thread(s) on {len(os.sched_getaffinity(0))} CPU(s) per rank for every mode, "
+              f"medians of {args.steps} interleaved rounds (step: slowest rank; overhead: median of the "
+              f"per-round difference to the no-comm step, [95 % CI]; off-CPU: the training thread's, "
+              f"least-off rank), bucket {os.environ.get('GJ_TORCH_BUCKET_BYTES', 'default')} bytes, "
               f"GJ_COLL_PROGRESS_WAIT={os.environ.get('GJ_COLL_PROGRESS_WAIT') or 'auto'}")
-        print("| model | params (tensors) | ranks | no-comm ms | gj ms | gj overhead ms (% of no-comm) "
-              "| DDP-gloo ms | DDP overhead ms (% of no-comm) | gj overhead / DDP overhead "
-              "| CPU ms no-comm / gj / DDP | CPU overhead gj / DDP |")
+        print("| model | params (tensors) | ranks | no-comm ms | gj ms | gj overhead ms [95 % CI] (% of no-comm) "
+              "| DDP-gloo ms | DDP overhead ms [95 % CI] (% of no-comm) | gj overhead / DDP overhead "
+              "| off-CPU ms no-comm / gj / DDP | off-CPU overhead ms gj / DDP (ratio) |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
+        ms = lambda t: f"{t * 1e3:.1f}"  # noqa: E731
+        ci = lambda o: f"{ms(o[0])} [{ms(o[1])}, {ms(o[2])}]"  # noqa: E731
+        ratio = lambda a, b: f"{a / b:.2f}" if b > 0 else "n/a"  # noqa: E731
         for name, nparams, ntensors, r in rows:
             local, gj, ddp = r["local"], r["gj"], r["ddp"]
-            lw, go, do = local["wall"], gj["wall_over"], ddp["wall_over"]
-            ratio = f"{go / do:.2f}" if do > 0 else "n/a"
-            cratio = f"{gj['cpu_over'] / ddp['cpu_over']:.2f}" if ddp["cpu_over"] > 0 else "n/a"
-            print(f"| {name} | {nparams / 1e6:.2f} M ({ntensors}) | {size} | {lw * 1e3:.1f} | "
-                  f"{gj['wall'] * 1e3:.1f} | {go * 1e3:.1f} ({100 * go / lw:.0f} %) | {ddp['wall'] * 1e3:.1f} | "
-                  f"{do * 1e3:.1f} ({100 * do / lw:.0f} %) | {ratio} | {local['cpu'] * 1e3:.0f} / "
-                  f"{gj['cpu'] * 1e3:.0f} / {ddp['cpu'] * 1e3:.0f} | {cratio} |", flush=True)
+            lw, go, do = local["wall"], gj["over"][0], ddp["over"][0]
+            if threads == 1 and hvd.local_size() <= (os.cpu_count() or 1):
+                gf, df = gj["off_over"][0], ddp["off_over"][0]
+                offs = (f"{ms(local['off'])} / {ms(gj['off'])} / {ms(ddp['off'])} | "
+                        f"{ci(gj['off_over'])} / {ci(ddp['off_over'])} ({ratio(gf, df)})")
+            else:  # other threads compute too, or ranks share cores: off-CPU time is not communication
+                offs = "n/a | n/a"
+            print(f"| {name} | {nparams / 1e6:.2f} M ({ntensors}) | {size} | {ms(lw)} | {ms(gj['wall'])} | "
+                  f"{ci(gj['over'])} ({100 * go / lw:.0f} %) | {ms(ddp['wall'])} | {ci(ddp['over'])} "
+                  f"({100 * do / lw:.0f} %) | {ratio(go, do)} | {offs} |", flush=True)
     dist.destroy_process_group()
     return 0
 
