@@ -158,20 +158,45 @@ def bench(model_name, args):
     return nparams, ntensors, timed(steppers, args.steps, args.warmup)
 
 
+MODELS = ("cnn", "resnet50-shapes")
+
+
+def at_least(low):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= {low}")
+        return value
+    return parse
+
+
+def model_list(text):
+    names = text.split(",")
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{','.join(unknown)!r}: not a model; choose from {','.join(MODELS)}")
+    return names
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=30, help="timed rounds (one step of every mode each)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed rounds first")
-    p.add_argument("--batch", type=int, default=64, help="cnn batch per rank")
-    p.add_argument("--rows", type=int, default=8, help="resnet50-shapes input rows per rank")
-    p.add_argument("--models", default="cnn,resnet50-shapes")
-    p.add_argument("--port", type=int, default=int(os.environ.get("GJ_BENCH_GLOO_PORT", "29531")))
+    p.add_argument("--steps", type=at_least(1), default=30, help="timed rounds (one step of every mode each)")
+    p.add_argument("--warmup", type=at_least(0), default=2, help="untimed rounds first")
+    p.add_argument("--batch", type=at_least(1), default=64, help="cnn batch per rank")
+    p.add_argument("--rows", type=at_least(1), default=8, help="resnet50-shapes input rows per rank")
+    p.add_argument("--models", type=model_list, default="cnn,resnet50-shapes",
+                   help=f"comma-separated, of {','.join(MODELS)}")
+    p.add_argument("--port", type=at_least(1), default=int(os.environ.get("GJ_BENCH_GLOO_PORT", "29531")),
+                   help="gloo's TCP rendezvous port on 127.0.0.1 (default $GJ_BENCH_GLOO_PORT or 29531)")
     args = p.parse_args()
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=size)
     rows = []
-    for name in args.models.split(","):
+    for name in args.models:
         rows.append((name,) + bench(name, args))
     if rank == 0:
         threads = torch.get_num_threads()
