@@ -1,0 +1,24 @@
+# Catch2 for the test suite: v2 (Debian 12) or v3 (Debian 13, current Ubuntu and Fedora).
+# The tests are written against v2's single header <catch2/catch.hpp>; with v3 the folder
+# cmake/catch2-v3 provides that header over v3's headers (see the header for what it maps).
+# Included by the top-level CMakeLists.txt before any test directory, so the imported
+# Catch2:: targets and catch_discover_tests() are visible to every directory below.
+#   GJ_CATCH2_MAJOR  2 or 3, the version found
+include_guard(GLOBAL)
+
+find_package(Catch2 3 CONFIG QUIET)
+if(Catch2_FOUND)
+  set(GJ_CATCH2_MAJOR 3)
+  # Catch2::Catch2WithMain links Catch2::Catch2, so both carry the compatibility header.
+  set_property(TARGET Catch2::Catch2 APPEND PROPERTY
+    INTERFACE_INCLUDE_DIRECTORIES "${CMAKE_CURRENT_LIST_DIR}/catch2-v3")
+else()
+  find_package(Catch2 2 CONFIG)
+  if(NOT Catch2_FOUND)
+    message(FATAL_ERROR "GJ_BUILD_TESTS=ON needs Catch2 v2 or v3 (Debian: apt-get install catch2; "
+      "or configure with -DGJ_BUILD_TESTS=OFF)")
+  endif()
+  set(GJ_CATCH2_MAJOR 2)
+endif()
+message(STATUS "Catch2 ${Catch2_VERSION} (v${GJ_CATCH2_MAJOR}) for the tests")
+include(Catch)
