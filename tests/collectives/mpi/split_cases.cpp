@@ -2,6 +2,7 @@
 // the build capability bits.
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
