@@ -31,13 +31,26 @@ foreach(_gj_var GJ_WITH_CUDA GJ_WITH_NCCL)
   endif()
 endforeach()
 
+# A cross build (CMAKE_CROSSCOMPILING, e.g. cmake/toolchains/aarch64-linux-gnu.cmake) must not
+# take this machine's CUDA toolkit or NCCL headers for the target's: AUTO is OFF there, and ON
+# needs the target's toolkit named (CMAKE_CUDA_COMPILER, CUDAToolkit_ROOT, NCCL_ROOT).
+if(CMAKE_CROSSCOMPILING)
+  foreach(_gj_var GJ_WITH_CUDA GJ_WITH_NCCL)
+    if(${_gj_var} STREQUAL "AUTO")
+      set(${_gj_var} OFF)
+      message(STATUS "gj: ${_gj_var}=AUTO is OFF when cross-compiling (for ${CMAKE_SYSTEM_PROCESSOR})")
+    endif()
+  endforeach()
+endif()
+
 set(GJ_HAVE_CUDA OFF)
 set(GJ_HAVE_NCCL OFF)
 
 # ---- CUDA ------------------------------------------------------------------------------------
 if(NOT GJ_WITH_CUDA STREQUAL "OFF")
   # The toolkit usually lives in /usr/local/cuda, which is not on PATH in build images.
-  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND NOT CMAKE_CROSSCOMPILING
+     AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc CACHE FILEPATH "CUDA compiler")
   endif()
   include(CheckLanguage)
