@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
 # Installs everything gj-mpirun needs to build and test, from Debian's packages.
 # Used by the README's quick start and by .ci/run. Idempotent; needs root (or sudo).
+#   scripts/install-deps.sh [--stack] [--cross]
+#     --stack  also mmdebstrap: the current-stack stage's Debian 13 root (scripts/stack/)
+#     --cross  also the aarch64 cross compiler and qemu-user (scripts/ci/arm64-agent.sh)
 set -euo pipefail
+
+extra=()
+for a in "$@"; do
+  case "$a" in
+    --stack) extra+=(mmdebstrap) ;;
+    --cross) extra+=(g++-aarch64-linux-gnu qemu-user-static) ;;
+    *) echo "install-deps.sh: unknown argument \"$a\" (use --stack, --cross)" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake pkg-config file
@@ -12,6 +24,7 @@ packages=(
   python3 python3-numpy python3-yaml python3-mpi4py python3-pytest python3-torch
   mpich libmpich-dev
   clang libclang-rt-dev
+  "${extra[@]}"
 )
 
 sudo=""
