@@ -164,7 +164,7 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
   if (inherit != nullptr) c->config = *inherit;
   else c->config = on_all_ranks_or_none(parent, "GJ_COLL_* settings", [] { return parse_config(snapshot_coll_env()); });
   c->fusion_threshold = c->config.fusion_bytes;
-  c->check = c->config.check ? gjComm::CheckScope::All : gjComm::CheckScope::Grouped;
+  c->agreement = c->config.check ? gjComm::AgreementScope::All : gjComm::AgreementScope::Grouped;
   mpi_check(MPI_Comm_dup(parent, &c->mpi), "MPI_Comm_dup");
   try {
     const int cpus = cpus_of_this_process();

@@ -55,7 +55,7 @@ struct Config {
   // GJ_COLL_CHECK=1|0 (default 0): before every collective, check with one small MPI_Allreduce
   // that all ranks passed the same count/dtype/op (root for broadcast); a mismatch returns
   // gjInvalidUsage on every rank instead of a hang or a wrong result. Grouped allreduce checks
-  // its tensor list either way, until gjCommSetCheck (gjComm::check).
+  // its tensor list either way, until gjCommSetCheck (gjComm::agreement).
   bool check = false;
 };
 
