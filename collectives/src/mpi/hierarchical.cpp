@@ -4,6 +4,8 @@
 // per rank.
 #include "mpi/hierarchical.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <climits>
 #include <vector>
@@ -96,9 +98,11 @@ class TwoLevel final : public Hierarchy {
                                                            nodes.first[static_cast<std::size_t>(my_node_)]) * es);
       }
       const void* sendbuf = leader() && layout_.contiguous && in_place ? MPI_IN_PLACE : send;
-      const int rc = MPI_Gatherv(sendbuf, static_cast<int>(mine), MPI_BYTE, node_block, n.data(), d.data(), MPI_BYTE,
-                                 0, node_);
-      if (rc != MPI_SUCCESS) mpi_check(rc, what("MPI_Gatherv(node)", counts[rank_], dtype));
+      MPI_Request req = MPI_REQUEST_NULL;
+      const int rc = MPI_Igatherv(sendbuf, static_cast<int>(mine), MPI_BYTE, node_block, n.data(), d.data(),
+                                  MPI_BYTE, 0, node_, &req);
+      if (rc != MPI_SUCCESS) mpi_check(rc, what("MPI_Igatherv(node)", counts[rank_], dtype));
+      wait_yielding(req, "MPI_Igatherv(node)");
     }
     if (leader()) {
       const std::vector<int> n = as_ints(nodes.count, es);
@@ -161,9 +165,11 @@ class TwoLevel final : public Hierarchy {
         d[static_cast<std::size_t>(i)] = displ;
         displ += n[static_cast<std::size_t>(i)];
       }
-      const int rc = MPI_Scatterv(part, n.data(), d.data(), MPI_BYTE, recv, static_cast<int>(mine * es), MPI_BYTE, 0,
-                                  node_);
-      if (rc != MPI_SUCCESS) mpi_check(rc, what("MPI_Scatterv(node)", mine, dtype));
+      MPI_Request req = MPI_REQUEST_NULL;
+      const int rc = MPI_Iscatterv(part, n.data(), d.data(), MPI_BYTE, recv, static_cast<int>(mine * es), MPI_BYTE,
+                                   0, node_, &req);
+      if (rc != MPI_SUCCESS) mpi_check(rc, what("MPI_Iscatterv(node)", mine, dtype));
+      wait_yielding(req, "MPI_Iscatterv(node)");
     }
     if (mine > 0) finish(recv, mine, dtype, op, scale);
     return true;
@@ -201,8 +207,29 @@ class TwoLevel final : public Hierarchy {
     if (scale.post != 1.0) host::scale(recv, recv, count, dtype, scale.post);
   }
 
+  // Within the node the ranks wait for their leader, which waits for the other nodes: they
+  // poll a nonblocking broadcast and yield the CPU between polls, so that where ranks share
+  // CPUs (pods on one machine, a CPU limit below the rank count) the leader runs instead of a
+  // rank spinning in MPI; on a CPU of its own sched_yield returns at once.
   void node_bcast(void* buf, std::size_t bytes, int root) {
-    if (node_size_ > 1) pieces(buf, bytes, root, node_, "MPI_Bcast(node)");
+    if (node_size_ == 1) return;
+    for (std::size_t off = 0; off < bytes; off += kMaxMpiCount) {
+      const std::size_t n = std::min(kMaxMpiCount, bytes - off);
+      MPI_Request req = MPI_REQUEST_NULL;
+      const int rc = MPI_Ibcast(static_cast<char*>(buf) + off, static_cast<int>(n), MPI_BYTE, root, node_, &req);
+      if (rc != MPI_SUCCESS) mpi_check(rc, "MPI_Ibcast(node, bytes=" + std::to_string(n) + ")");
+      wait_yielding(req, "MPI_Ibcast(node)");
+    }
+  }
+
+  static void wait_yielding(MPI_Request& req, const char* call) {
+    int done = 0;
+    while (true) {
+      const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) mpi_check(rc, std::string("MPI_Test(") + call + ")");
+      if (done) return;
+      sched_yield();
+    }
   }
 
   static void pieces(void* buf, std::size_t bytes, int root, MPI_Comm comm, const char* call) {
