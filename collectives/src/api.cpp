@@ -170,7 +170,7 @@ gj::Work work_for(const char* call, const gjComm* c, gj::Kind kind, std::uint64_
   w.sig.kind = kind;
   w.sig.count = count;
   w.sig.dtype = static_cast<std::uint64_t>(dtype);
-  w.check = c->checks(false);
+  w.agree_first = c->runs_agreement_check(false);
   return w;
 }
 
@@ -236,7 +236,7 @@ void grouped(const char* call, gjComm* c, const void* const* sendbuffs, void* co
   gj::Work w = reduction_work(call, c, gj::Kind::GroupedAllReduce, total / gj::dtype_size(dtype), dtype, op, scale);
   w.sig.ntensors = static_cast<std::uint64_t>(ntensors);
   w.sig.counts_hash = gj::hash_counts(counts, ntensors);
-  w.check = c->checks(true);
+  w.agree_first = c->runs_agreement_check(true);
   gj::Backend* b = t.backend;
   const std::size_t threshold = c->fusion_threshold;
   auto body = [=, sends = std::move(sends), recvs = std::move(recvs), n = std::move(n)] {
@@ -274,7 +274,7 @@ void allgatherv(const char* call, gjComm* c, const void* sendbuff, void* recvbuf
   const char* names[] = {"sendbuff", "recvbuff"};
   const Target t = target_of(c, call, buffers, names, 2);
   gj::Work w = work_for(call, c, gj::Kind::AllGather, total, dtype);
-  if (w.check) w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
+  if (w.agree_first) w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   gj::Backend* b = t.backend;
   auto body = [=, counts = std::move(counts)] {
     if (total > 0) b->allgatherv(sendbuff, recvbuff, counts.data(), dtype, stream);
@@ -310,7 +310,7 @@ void reduce_scatter(const char* call, gjComm* c, const void* sendbuff, void* rec
   const char* names[] = {"sendbuff", "recvbuff"};
   const Target t = target_of(c, call, buffers, names, 2);
   gj::Work w = reduction_work(call, c, gj::Kind::ReduceScatter, total, dtype, op, scale);
-  if (w.check) w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
+  if (w.agree_first) w.sig.counts_hash = gj::hash_counts(counts.data(), c->size);
   gj::Backend* b = t.backend;
   auto body = [=, counts = std::move(counts)] {
     if (total > 0) b->reduce_scatter(sendbuff, recvbuff, counts.data(), dtype, op, scale, stream);
@@ -322,7 +322,7 @@ void barrier(const char* call, gjComm* c, gjRequest_t* request) {
   gj::Work w;
   w.call = call;
   w.sig.kind = gj::Kind::Barrier;
-  w.check = c->checks(false);
+  w.agree_first = c->runs_agreement_check(false);
   const MPI_Comm mpi = c->mpi;
   auto body = [=] { gj::mpi_check(MPI_Barrier(mpi), std::string(call) + ": MPI_Barrier"); };
   issue(c, Target{false, c->host.get()}, std::move(w), std::move(body), request, nullptr);
@@ -633,7 +633,7 @@ gjResult_t gjCommSplit(gjComm_t comm, int color, int key, gjComm_t* newcomm) {
     gj::Work w;
     w.call = call;
     w.sig.kind = gj::Kind::Split;
-    w.check = c->checks(false);
+    w.agree_first = c->runs_agreement_check(false);
     std::unique_ptr<gjComm> made;
     w.body = [&] {
       MPI_Comm split = MPI_COMM_NULL;
@@ -651,7 +651,7 @@ gjResult_t gjCommSplit(gjComm_t comm, int color, int key, gjComm_t* newcomm) {
     c->queue->run_blocking(w);
     if (!made) return;
     made->fusion_threshold = c->fusion_threshold;
-    made->check = c->check;
+    made->agreement = c->agreement;
     gj::registry::add(made.get());
     *newcomm = made.release();
   });
@@ -660,7 +660,7 @@ gjResult_t gjCommSplit(gjComm_t comm, int color, int key, gjComm_t* newcomm) {
 gjResult_t gjCommSetCheck(gjComm_t comm, int enabled) {
   static constexpr const char* call = "gjCommSetCheck";
   return guarded(call, comm, [&] {
-    live(call, comm)->check = enabled != 0 ? gjComm::CheckScope::All : gjComm::CheckScope::None;
+    live(call, comm)->agreement = enabled != 0 ? gjComm::AgreementScope::All : gjComm::AgreementScope::None;
   });
 }
 

@@ -57,13 +57,14 @@ void local_rank_and_size(gjComm& c) {
 struct Agreed {
   int min_device_count;
   bool shm;
+  bool hierarchical;
 };
 
 Agreed agree(const gjComm& c) {
-  int v[2] = {kBuiltWithNccl && c.config.backend != BackendChoice::Mpi ? cuda::device_count() : 0,
-              c.config.shm ? 1 : 0};
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, c.mpi), "MPI_Allreduce(backend agreement)");
-  return Agreed{v[0], v[1] != 0};
+  int v[3] = {kBuiltWithNccl && c.config.backend != BackendChoice::Mpi ? cuda::device_count() : 0,
+              c.config.shm ? 1 : 0, c.config.hierarchical ? 1 : 0};
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT, MPI_MIN, c.mpi), "MPI_Allreduce(backend agreement)");
+  return Agreed{v[0], v[1] != 0, v[2] != 0};
 }
 
 std::unique_ptr<shm::ShmAllreduce> make_shm(const gjComm& c, bool enabled, bool patient) {
@@ -82,6 +83,29 @@ std::unique_ptr<shm::ShmAllreduce> make_shm(const gjComm& c, bool enabled, bool 
 #else
   (void)patient;
   log(c.config, LogLevel::Debug, c.rank, "shared-memory allreduce not built in");
+  return nullptr;
+#endif
+}
+
+// Ranks on several nodes: the two-level path, when every rank allows it (the same decision on
+// every rank: local_size < size holds on all of them or none).
+std::unique_ptr<Hierarchy> make_hierarchy(const gjComm& c, const Agreed& agreed) {
+  if (c.local_size == c.size) return nullptr;
+  if (!agreed.shm || !agreed.hierarchical) {
+    log(c.config, LogLevel::Info, c.rank,
+        std::string("hierarchical host path off (") + (agreed.shm ? "GJ_COLL_HIERARCHICAL" : "GJ_COLL_SHM") +
+            "=0 on some rank)");
+    return nullptr;
+  }
+#ifdef GJ_HAVE_SHM
+  std::string why_not;
+  shm::ShmOptions options;
+  options.timeout_ms = c.config.timeout_ms;
+  options.wait = engine_wait(c.config.shm_wait, false);
+  auto hierarchy = Hierarchy::create(c.mpi, options, &why_not);
+  if (!hierarchy) log(c.config, LogLevel::Info, c.rank, "hierarchical host path not used: " + why_not);
+  return hierarchy;
+#else
   return nullptr;
 #endif
 }
@@ -107,9 +131,11 @@ bool set_up(gjComm& c, int cpus) {
   });
   const bool patient = patient_progress(c.config.progress_wait, c.local_size, cpus);
   auto shm = make_shm(c, agreed.shm, patient);
-  const std::string host_path =
-      shm ? std::string("shared memory (") + shm->wait_name() + " waits) + MPI" : std::string("MPI");
-  c.host = make_host_backend(c.mpi, std::move(shm));
+  auto hierarchy = shm ? nullptr : make_hierarchy(c, agreed);
+  const std::string host_path = shm         ? std::string("shared memory (") + shm->wait_name() + " waits) + MPI"
+                                : hierarchy ? hierarchy->describe()
+                                            : std::string("MPI");
+  c.host = make_host_backend(c.mpi, std::move(shm), std::move(hierarchy));
 #ifdef GJ_HAVE_NCCL
   if (c.plan.use_nccl) {
     try {
@@ -138,7 +164,7 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
   if (inherit != nullptr) c->config = *inherit;
   else c->config = on_all_ranks_or_none(parent, "GJ_COLL_* settings", [] { return parse_config(snapshot_coll_env()); });
   c->fusion_threshold = c->config.fusion_bytes;
-  c->check = c->config.check ? gjComm::CheckScope::All : gjComm::CheckScope::Grouped;
+  c->agreement = c->config.check ? gjComm::AgreementScope::All : gjComm::AgreementScope::Grouped;
   mpi_check(MPI_Comm_dup(parent, &c->mpi), "MPI_Comm_dup");
   try {
     const int cpus = cpus_of_this_process();

@@ -24,10 +24,11 @@ struct gjComm {
   // grouped allreduces (a mismatched tensor list would reduce misaligned data). After
   // gjCommSetCheck(comm, 1 | 0): every call | none, for a caller that guarantees matching
   // calls itself (gj.torch's DistributedOptimizer agrees on its whole bucket plan once).
-  enum class CheckScope { None, Grouped, All };
-  CheckScope check = CheckScope::Grouped;
-  bool checks(bool grouped) const {
-    return check == CheckScope::All || (grouped && check == CheckScope::Grouped);
+  enum class AgreementScope { None, Grouped, All };
+  AgreementScope agreement = AgreementScope::Grouped;
+  // Whether a call of this kind (a grouped allreduce, or any other) runs the agreement check.
+  bool runs_agreement_check(bool grouped) const {
+    return agreement == AgreementScope::All || (grouped && agreement == AgreementScope::Grouped);
   }
   std::size_t fusion_threshold = 0;
   gj::BackendPlan plan;

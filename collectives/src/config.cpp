@@ -108,6 +108,7 @@ Config parse_config(const Env& env) {
   if (auto* v = lookup(env, "GJ_COLL_FUSION_BYTES")) c.fusion_bytes = parse_bytes("GJ_COLL_FUSION_BYTES", *v);
   if (auto* v = lookup(env, "GJ_COLL_TIMEOUT_MS")) c.timeout_ms = parse_millis("GJ_COLL_TIMEOUT_MS", *v);
   if (auto* v = lookup(env, "GJ_COLL_SHM")) c.shm = parse_flag("GJ_COLL_SHM", *v);
+  if (auto* v = lookup(env, "GJ_COLL_HIERARCHICAL")) c.hierarchical = parse_flag("GJ_COLL_HIERARCHICAL", *v);
   if (auto* v = lookup(env, "GJ_COLL_SHM_WAIT")) c.shm_wait = parse_shm_wait(*v);
   if (auto* v = lookup(env, "GJ_COLL_PROGRESS_WAIT")) c.progress_wait = parse_progress_wait(*v);
   if (auto* v = lookup(env, "GJ_COLL_LOG_LEVEL")) c.log_level = parse_log_level(*v);

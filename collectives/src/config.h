@@ -29,6 +29,11 @@ struct Config {
   // GJ_COLL_SHM=1|0 (default 1): intra-node shared-memory path for host buffers when every
   // rank of the communicator is on one node.
   bool shm = true;
+  // GJ_COLL_HIERARCHICAL=1|0 (default 1): when the ranks span several nodes (and some node has
+  // two or more), host allreduce, grouped allreduce, broadcast, allgather and reduce-scatter run
+  // in two levels: the shared-memory engine within each node, MPI between one leader per node
+  // (mpi/hierarchical.h). Needs GJ_COLL_SHM on. 0 = the flat MPI collectives over all ranks.
+  bool hierarchical = true;
   // GJ_COLL_SHM_WAIT=auto|spin|sleep (default auto): how a rank of the shared-memory path
   // waits for its peers. auto sleeps (futex) when the ranks outnumber their CPUs (the union
   // of their affinity masks, or their cgroup's CPU quota when smaller: a pod's CPU limit) or
@@ -50,7 +55,7 @@ struct Config {
   // GJ_COLL_CHECK=1|0 (default 0): before every collective, check with one small MPI_Allreduce
   // that all ranks passed the same count/dtype/op (root for broadcast); a mismatch returns
   // gjInvalidUsage on every rank instead of a hang or a wrong result. Grouped allreduce checks
-  // its tensor list either way, until gjCommSetCheck (gjComm::check).
+  // its tensor list either way, until gjCommSetCheck (gjComm::agreement).
   bool check = false;
 };
 

@@ -121,7 +121,7 @@ void HostQueue::throw_if_failed(const char* call) const {
 }
 
 void HostQueue::execute(const Work& w) const {
-  if (w.check) require_same_on_all_ranks(comm_, w.call, w.sig);
+  if (w.agree_first) require_same_on_all_ranks(comm_, w.call, w.sig);
   w.body();
 }
 
@@ -239,7 +239,7 @@ void HostQueue::run_front(std::unique_lock<std::mutex>& lock) {
     if (!fusing) return execute(first);
     // Every rank takes the same number: the smallest any rank has queued (at least the
     // first, which every rank has). With the check on, the first's arguments ride along.
-    std::size_t k = agree_min(comm_, first.call, first.sig, first.check, offer);
+    std::size_t k = agree_min(comm_, first.call, first.sig, first.agree_first, offer);
     if (k <= 1) return first.body();
     {
       std::lock_guard<std::mutex> relock(m_);
@@ -261,7 +261,7 @@ void HostQueue::run_front(std::unique_lock<std::mutex>& lock) {
       total += f.count;
     }
     const Work::Fusible& f = *batch.front().work.fuse;
-    if (first.check) {  // the fused requests' counts, beyond the first
+    if (first.agree_first) {  // the fused requests' counts, beyond the first
       Signature s = first.sig;
       s.kind = Kind::GroupedAllReduce;
       s.count = total;

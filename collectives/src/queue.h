@@ -84,7 +84,7 @@ class HostQueue {
   void run_blocking(const Work& w, Body&& body) {
     const bool fast = enter(w.call);
     try {
-      if (w.check) require_same_on_all_ranks(comm_, w.call, w.sig);
+      if (w.agree_first) require_same_on_all_ranks(comm_, w.call, w.sig);
       body();
     } catch (...) {
       leave(fast);

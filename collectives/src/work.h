@@ -15,7 +15,7 @@ namespace gj {
 struct Work {
   const char* call = "";
   Signature sig;
-  bool check = false;          // run the agreement check first (GJ_COLL_CHECK, or always)
+  bool agree_first = false;    // run the agreement check before the body (gjComm::runs_agreement_check)
   std::function<void()> body;  // the collective itself, after the check
 
   // Set for a host single-tensor allreduce: queued neighbours with the same dtype, op and

@@ -30,7 +30,8 @@ double input_factor(gjDataType_t dtype, gjRedOp_t op, Scale scale, int size) {
 
 class HostBackend final : public Backend {
  public:
-  HostBackend(MPI_Comm comm, std::unique_ptr<shm::ShmAllreduce> shm) : comm_(comm), shm_(std::move(shm)) {
+  HostBackend(MPI_Comm comm, std::unique_ptr<shm::ShmAllreduce> shm, std::unique_ptr<Hierarchy> hierarchy)
+      : comm_(comm), shm_(std::move(shm)), hierarchy_(std::move(hierarchy)) {
     mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
     mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   }
@@ -46,6 +47,10 @@ class HostBackend final : public Backend {
                         Scale scale, void* /*stream*/) override {
     require_live();
     if (count == 0) return;
+    if (hierarchy_) {
+      hierarchy_->allreduce(send, recv, count, dtype, op, scale);
+      return;
+    }
     if (shm_ && shm_->preferred(count * dtype_size(dtype))) {
       shm_->allreduce(send, recv, count, dtype, op, scale.pre, scale.post);
       return;
@@ -71,6 +76,10 @@ class HostBackend final : public Backend {
   void broadcast(void* buf, std::size_t count, gjDataType_t dtype, int root, void* /*stream*/) override {
     require_live();
     const std::size_t bytes = count * dtype_size(dtype);
+    if (hierarchy_) {
+      hierarchy_->broadcast(buf, bytes, root);
+      return;
+    }
     for (std::size_t off = 0; off < bytes; off += kMaxMpiCount) {
       const std::size_t n = std::min(kMaxMpiCount, bytes - off);
       mpi_check(MPI_Bcast(static_cast<char*>(buf) + off, static_cast<int>(n), MPI_BYTE, root, comm_),
@@ -82,6 +91,7 @@ class HostBackend final : public Backend {
   void allgatherv(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype,
                   void* /*stream*/) override {
     require_live();
+    if (hierarchy_ && hierarchy_->allgatherv(send, recv, counts, dtype)) return;
     const std::size_t es = dtype_size(dtype);
     auto* out = static_cast<char*>(recv);
     std::size_t total = 0, at = 0;
@@ -142,6 +152,7 @@ class HostBackend final : public Backend {
       fits = fits && counts[q] <= kMaxMpiCount;
     }
     if (total == 0) return;
+    if (hierarchy_ && hierarchy_->reduce_scatter(send, recv, counts, dtype, op, scale)) return;
     if (shm_ && shm_->preferred(total * es)) {
       shm_->reduce_scatter(send, recv, counts, dtype, op, scale.pre, scale.post);
       return;
@@ -248,6 +259,9 @@ class HostBackend final : public Backend {
   int rank_ = 0;
   MpiTypes types_;
   std::unique_ptr<shm::ShmAllreduce> shm_;
+  // Ranks on several nodes: allreduce (so the grouped allreduce's fused groups: it is never
+  // unfused here), broadcast, allgather and reduce-scatter run in two levels.
+  std::unique_ptr<Hierarchy> hierarchy_;
   std::unique_ptr<unsigned char[]> fusion_;
   std::size_t fusion_bytes_ = 0;
   std::unique_ptr<char[]> scratch_;
@@ -257,8 +271,9 @@ class HostBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_host_backend(MPI_Comm comm, std::unique_ptr<shm::ShmAllreduce> shm) {
-  return std::make_unique<HostBackend>(comm, std::move(shm));
+std::unique_ptr<Backend> make_host_backend(MPI_Comm comm, std::unique_ptr<shm::ShmAllreduce> shm,
+                                           std::unique_ptr<Hierarchy> hierarchy) {
+  return std::make_unique<HostBackend>(comm, std::move(shm), std::move(hierarchy));
 }
 
 }  // namespace gj

@@ -32,13 +32,25 @@ struct Ctx {
   int size = 1;
   int worst = kOk;
   int failures = 0;
+  unsigned failed_classes = 0;  // bit (f - kSetup) for every class that failed on this rank
+  const char* group = "setup";  // the case group running (main.cpp), named in every failure
 
-  // Prints the first few failures of this rank (enough to debug, not a flood).
+  // Prints the first few failures of this rank (enough to debug, not a flood), each naming its
+  // case group, so a failing run's first line says which case failed (nothing else is printed
+  // before the summary).
   void fail(Failure f, const std::string& what) {
-    if (failures++ < 20) std::fprintf(stderr, "[rank %d] FAIL(%d) %s\n", rank, f, what.c_str());
+    if (failures++ < 20) std::fprintf(stderr, "[rank %d] FAIL %s (exit %d): %s\n", rank, group, f, what.c_str());
     if (f > worst) worst = f;
+    failed_classes |= 1u << (f - kSetup);
   }
 };
+
+// The case group behind each failure class, for the summary line.
+inline const char* class_name(int f) {
+  static const char* names[] = {"setup",    "allreduce", "broadcast",      "grouped", "invalid",  "lifecycle",  "c++",
+                                "allgather", "reduce-scatter", "scaled", "split", "mismatch", "nonblocking"};
+  return f >= kSetup && f <= kNonblocking ? names[f - kSetup] : "?";
+}
 
 void run_allreduce_cases(Ctx& ctx);
 void run_broadcast_cases(Ctx& ctx);

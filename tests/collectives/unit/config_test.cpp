@@ -17,6 +17,7 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK(c.fusion_bytes == (std::size_t{64} << 20));
   CHECK(c.timeout_ms == 300000);
   CHECK(c.shm);
+  CHECK(c.hierarchical);
   CHECK(c.shm_wait == gj::ShmWait::Auto);
   CHECK(c.progress_wait == gj::ProgressWait::Auto);
   CHECK(c.log_level == gj::LogLevel::Warn);
@@ -44,6 +45,9 @@ TEST_CASE("parse_config: accepted values", "[config]") {
       {"GJ_COLL_SHM", "0", [](const Config& c) { CHECK_FALSE(c.shm); }},
       {"GJ_COLL_SHM", "off", [](const Config& c) { CHECK_FALSE(c.shm); }},
       {"GJ_COLL_SHM", "yes", [](const Config& c) { CHECK(c.shm); }},
+      {"GJ_COLL_HIERARCHICAL", "0", [](const Config& c) { CHECK_FALSE(c.hierarchical); }},
+      {"GJ_COLL_HIERARCHICAL", "Off", [](const Config& c) { CHECK_FALSE(c.hierarchical); }},
+      {"GJ_COLL_HIERARCHICAL", "1", [](const Config& c) { CHECK(c.hierarchical); }},
       {"GJ_COLL_SHM_WAIT", "sleep", [](const Config& c) { CHECK(c.shm_wait == gj::ShmWait::Sleep); }},
       {"GJ_COLL_SHM_WAIT", "spin", [](const Config& c) { CHECK(c.shm_wait == gj::ShmWait::Spin); }},
       {"GJ_COLL_SHM_WAIT", "auto", [](const Config& c) { CHECK(c.shm_wait == gj::ShmWait::Auto); }},
@@ -81,6 +85,7 @@ TEST_CASE("parse_config: rejected values name the variable, the value and what i
       {"GJ_COLL_TIMEOUT_MS", "1.5", "milliseconds"},
       {"GJ_COLL_TIMEOUT_MS", "9223372036854775808", "milliseconds"},
       {"GJ_COLL_SHM", "2", "1, 0, true"},
+      {"GJ_COLL_HIERARCHICAL", "two", "1, 0, true"},
       {"GJ_COLL_SHM_WAIT", "yield", "auto, spin, sleep"},
       {"GJ_COLL_SHM_WAIT", "Sleep", "auto, spin, sleep"},
       {"GJ_COLL_PROGRESS_WAIT", "nap", "auto, spin, sleep"},

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../host/tests/reference_half.h"
+#include "../host/reference_half.h"
 #include "dtype.h"
 #include "error.h"
 #include "shm/shm_allreduce.h"

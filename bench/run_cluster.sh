@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Host collectives across pods, as docs/benchmarks.md ("Host collectives across pods") reports
+# them: gj_allreduce_bench (gjAllReduce vs MPI_Allreduce, 4 B - 64 MiB) at 3 pods x 2 ranks and
+# 2 pods x 1 rank, and gj_fusion_bench (ResNet-50's 161 gradients: gjGroupedAllReduce vs one
+# MPI_Allreduce per tensor) at 3 pods x 2 ranks, on the namespaced cluster of tests/multihost
+# (each pod a network namespace with real sshd, mpiexec over the veth links; every pod's
+# command is gj-mpirun). The ranks run unbound (--bind-to none): mpiexec would bind the ranks of
+# pods sharing this one machine to the same cores (issue 30), and the numbers would measure that.
+# Usage (root): bench/run_cluster.sh [build-dir] [allreduce-bench options...]
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(realpath -e "${1:-build}") || { echo "run_cluster.sh: build dir '${1:-build}' not found" >&2; exit 2; }
+shift $(($# > 0 ? 1 : 0))
+allreduce_args=("$@")
+[ ${#allreduce_args[@]} -gt 0 ] || allreduce_args=(--types f32 --minbytes 4 --maxbytes 64M --rounds 5)
+source "$here/../tests/multihost/scenario.sh"
+mh_scenario_init "$build/agent/gj-mpirun" "$build/bench/gj_allreduce_bench"
+unbound=(--mpi-arg=--bind-to --mpi-arg=none)
+
+# run_job <job> <workers> <cpu per pod> <program> [args]: one cluster, one job; prints the
+# master's table lines. A subshell, so each cluster's cleanup trap runs when its job is done.
+run_job() (
+  local job=$1 workers=$2 cpu=$3
+  shift 3
+  mh_up "$job" "$workers"
+  mh_agent_job "$cpu" 0 "$cpu" 0 -- "${unbound[@]}" "$@"
+  mh_pod_wait "$job-master-0" 1800 || mh_die "$job: still running after 30 minutes"
+  grep -E '^(#|  )' "$(mh_podlog "$job-master-0")"
+  [ "$MH_RC" = 0 ] || mh_die "$job: master pod exited $MH_RC"
+)
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC') nproc=$(nproc) loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\" $(mpiexec --version | head -1); pods: tests/multihost namespaces, --bind-to none"
+echo "# 3 pods x 2 ranks"
+run_job b3x2 2 2 "$build/bench/gj_allreduce_bench" "${allreduce_args[@]}"
+echo "# 2 pods x 1 rank"
+run_job b2x1 1 1 "$build/bench/gj_allreduce_bench" "${allreduce_args[@]}"
+echo "# ResNet-50 gradients, 3 pods x 2 ranks"
+run_job f3x2 2 2 "$build/bench/gj_fusion_bench" --type f32
+echo "# done, loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
