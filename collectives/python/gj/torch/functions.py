@@ -1,11 +1,8 @@
 """Broadcasting model and optimizer state, and Python objects, across ranks."""
 
-import io
-import pickle
-
 import torch
 
-from . import _basics, mpi_ops
+from . import _basics, _objects, mpi_ops
 from ._basics import global_process_set
 
 
@@ -40,10 +37,11 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
-    """root_rank's obj on every rank (pickled, so any picklable object)."""
+    """root_rank's obj on every rank: any picklable object, tensors inside it arriving on the
+    CPU (the format: gj/torch/_objects.py; torch.load is not involved)."""
     comm = _basics.comm_of(process_set, "broadcast_object")
     if comm.rank == root_rank:
-        payload = torch.frombuffer(bytearray(_dumps(obj)), dtype=torch.uint8)
+        payload = torch.frombuffer(bytearray(_objects.encode(obj)), dtype=torch.uint8)
         length = torch.tensor([payload.numel()], dtype=torch.int64)
     else:
         length = torch.zeros(1, dtype=torch.int64)
@@ -51,31 +49,23 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
     if comm.rank != root_rank:
         payload = torch.empty(int(length.item()), dtype=torch.uint8)
     mpi_ops.broadcast_(payload, root_rank, process_set=process_set)
-    return obj if comm.rank == root_rank else _loads(payload)
+    return obj if comm.rank == root_rank else _objects.decode(payload.numpy(), "broadcast_object")
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
-    """[obj of rank 0, obj of rank 1, ...] of the process set on every rank (pickled)."""
+    """[obj of rank 0, obj of rank 1, ...] of the process set on every rank (as broadcast_object
+    moves them)."""
     comm = _basics.comm_of(process_set, "allgather_object")
-    payload = torch.frombuffer(bytearray(_dumps(obj)), dtype=torch.uint8)
+    payload = torch.frombuffer(bytearray(_objects.encode(obj)), dtype=torch.uint8)
     sizes = mpi_ops.allgather(torch.tensor([payload.numel()], dtype=torch.int64), process_set=process_set)
     data = mpi_ops.allgather(payload, process_set=process_set)
-    out, offset = [], 0
+    raw, out, offset = data.numpy(), [], 0
     for n in sizes.tolist():
-        out.append(_loads(data[offset:offset + n]))
+        out.append(_objects.decode(raw[offset:offset + n], "allgather_object"))
         offset += n
     assert len(out) == comm.size
     return out
 
-
-def _dumps(obj):
-    buf = io.BytesIO()
-    torch.save(obj, buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
-    return buf.getvalue() or b"\0"
-
-
-def _loads(payload):
-    return torch.load(io.BytesIO(payload.numpy().tobytes()), map_location="cpu")
 
 
 def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_set):
