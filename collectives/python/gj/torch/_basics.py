@@ -210,8 +210,8 @@ def remove_process_set(process_set):
     return True
 
 
-def comm_of(process_set, what):
-    """The communicator of process_set for this rank, with errors naming what called."""
+def registered(process_set, what):
+    """process_set (None: the global set) checked to be a registered ProcessSet."""
     _require_init(what)
     if process_set is None:
         process_set = global_process_set
@@ -219,6 +219,19 @@ def comm_of(process_set, what):
         raise TypeError(f"{what}: process_set={process_set!r} is not a gj.torch ProcessSet")
     if process_set.process_set_id is None:
         raise ValueError(f"{what}: process_set={process_set!r} is not registered; call add_process_set")
+    return process_set
+
+
+def describe_ranks(ranks):
+    """0..3 for a run of ranks, else the list."""
+    if ranks and ranks == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2:
+        return f"{ranks[0]}..{ranks[-1]}"
+    return str(list(ranks))
+
+
+def comm_of(process_set, what):
+    """The communicator of process_set for this rank, with errors naming what called."""
+    process_set = registered(process_set, what)
     if process_set._comm is None:
         raise ValueError(f"{what}: rank {_world.rank} is not in process_set={process_set!r}")
     return process_set._comm
@@ -246,7 +259,24 @@ def gloo_enabled():
 
 
 def nccl_built():
-    return bool(_lib.capabilities() & _lib.CAP_NCCL)
+    """As Horovod: the NCCL version code (e.g. 22805 for 2.28.5), 0 without NCCL. gj loads NCCL
+    at run time, so this is the version of the libnccl.so.2 it would load ($GJ_NCCL_LIBRARY, or
+    the loader's search), 0 when the library was built without NCCL or none loads."""
+    if not _lib.capabilities() & _lib.CAP_NCCL:
+        return 0
+    return _nccl_version()
+
+
+def _nccl_version():
+    import os
+    try:
+        nccl = ctypes.CDLL(os.environ.get("GJ_NCCL_LIBRARY") or "libnccl.so.2")
+        version = ctypes.c_int(0)
+        if nccl.ncclGetVersion(ctypes.byref(version)) != 0:
+            return 0
+        return version.value
+    except (OSError, AttributeError):
+        return 0
 
 
 def cuda_built():
