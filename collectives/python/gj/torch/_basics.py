@@ -11,11 +11,13 @@ import ctypes
 import sys
 
 from .. import _core, _lib
+from . import _stall
 
 _world = None          # _core.Comm over MPI_COMM_WORLD
 _cross = (0, 1)        # (cross_rank, cross_size)
 _process_sets = {}     # id -> ProcessSet (0 is the global set)
 _failed = False        # an uncaught exception: abort rather than a collective shutdown
+stall_watch = _stall.Watch(None, -1)  # replaced at init (HOROVOD_STALL_CHECK_TIME_SECONDS)
 
 
 class ProcessSet:
@@ -66,13 +68,15 @@ def _require_init(what):
 def init(comm=None, process_sets=None):
     """Initializes gj.torch (idempotent). comm: None (all ranks) or a list of ranks is not
     supported other than None; process_sets: ProcessSets to register now (collective)."""
-    global _world, _cross
+    global _world, _cross, stall_watch
     if comm is not None:
         raise ValueError(f"init(comm={comm!r}): gj.torch runs over all MPI ranks; "
                          "use process sets for subsets")
     if _world is not None:
         return
+    check_seconds = _stall.apply()  # before the library reads GJ_COLL_TIMEOUT_MS
     _world = _core.Comm.world()
+    stall_watch = _stall.Watch(check_seconds, _world.rank)
     global_process_set.ranks = list(range(_world.size))
     global_process_set.process_set_id = 0
     global_process_set._comm = _world

@@ -14,6 +14,7 @@ HorovodInternalError (a RuntimeError) on every rank instead of hanging:
 root_rank is a global rank, also in a process set (Horovod's numbering).
 """
 
+import contextlib
 import ctypes
 import hashlib
 import itertools
@@ -107,6 +108,16 @@ def _get(handle, what):
                          "(already synchronized, or never returned by an *_async call)") from None
 
 
+@contextlib.contextmanager
+def waiting(what):
+    """Brackets a wait of this rank for its peers (the stall warning's watch)."""
+    token = _basics.stall_watch.enter(what)
+    try:
+        yield
+    finally:
+        _basics.stall_watch.leave(token)
+
+
 def poll(handle):
     """True when the operation of handle has completed (synchronize will not block)."""
     h = _get(handle, "poll")
@@ -120,8 +131,9 @@ def synchronize(handle):
     """Waits for the operation of handle and returns its output (a tensor or a list)."""
     h = _get(handle, "synchronize")
     try:
-        for r in h.requests:
-            r.wait()
+        with waiting(f"synchronize(handle {handle}{'' if h.name is None else f', name {h.name[1]!r}'})"):
+            for r in h.requests:
+                r.wait()
     except GjError as e:
         _pop(handle)
         raise HorovodInternalError.wrap(e) from None
@@ -143,7 +155,8 @@ def agree(comm, what, fields, rows=None):
     vec = (ctypes.c_int64 * (2 + comm.size))()
     vec[0], vec[1] = h, -h
     vec[2 + comm.rank] = rows if rows is not None else 0
-    _call(comm.allreduce, ctypes.addressof(vec), ctypes.addressof(vec), 2 + comm.size, _lib.INT64, _lib.MAX)
+    with waiting(what):
+        _call(comm.allreduce, ctypes.addressof(vec), ctypes.addressof(vec), 2 + comm.size, _lib.INT64, _lib.MAX)
     if vec[0] != h or vec[1] != -h:
         raise HorovodInternalError.disagreement(what, _disagree(what, comm.rank, fields))
     return [vec[2 + r] for r in range(comm.size)]
@@ -681,7 +694,8 @@ def barrier(process_set=global_process_set):
     """Returns when every rank of the set has reached it (after its earlier collectives)."""
     comm = _comm(process_set, "barrier")
     comm.set_check(False)
-    _call(comm.barrier)
+    with waiting("barrier"):
+        _call(comm.barrier)
 
 
 def join(device=-1):

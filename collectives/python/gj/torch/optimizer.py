@@ -219,7 +219,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             try:
                 flag_req = self._comm.allreduce(ptr(fired), ptr(fired), fired.numel(), _lib.UINT8, _lib.MAX,
                                                 nonblocking=True)
-                flag_req.wait()
+                with mpi_ops.waiting("DistributedOptimizer.synchronize"):
+                    flag_req.wait()
                 late = [i for i in sorted(self._skip, reverse=True) if fired[i]]
                 by_kind = {}
                 for i in late:
