@@ -24,7 +24,7 @@ import torch
 
 from .. import _lib
 from .._lib import GjError
-from . import _basics
+from . import _basics, _streams
 from ._basics import global_process_set
 from ._tensor import check_tensor, ptr, require_contiguous, same_device, stream
 from .compression import Compression
@@ -260,6 +260,7 @@ def _allreduce_async(tensor, output, op, prescale, postscale, process_set, what,
                               postscale, stream(tensor), nonblocking=nb)
 
     reqs = _start(comm, what, fields, run, asynchronous)
+    _streams.keep_alive([tensor, output], _streams.current(tensor))
     return _new_handle(reqs, lambda: output, (tensor, output), key)
 
 
@@ -347,6 +348,7 @@ def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchron
                 for c, idx in by_dtype.items()]
 
     reqs = _start(comm, what, fields, run, asynchronous)
+    _streams.keep_alive(tensors + outputs, _streams.current(tensors[0]))
     return _new_handle(reqs, lambda: outputs, (tensors, outputs), key)
 
 
@@ -417,6 +419,7 @@ def _broadcast_async(tensor, output, root_rank, process_set, what, asynchronous=
                               stream(output), nonblocking=nb)
 
     reqs = _start(comm, what, fields, run, asynchronous)
+    _streams.keep_alive([tensor, output], _streams.current(output))
     return _new_handle(reqs, lambda: output, (tensor, output), key)
 
 
@@ -481,6 +484,7 @@ def _allgather_async(tensor, process_set, what, asynchronous=True, name=None):
         return comm.allgatherv(ptr(tensor), ptr(out), counts, _lib.UINT8, stream(tensor), nonblocking=nb)
 
     req = _call(run, asynchronous)
+    _streams.keep_alive([tensor, out], _streams.current(tensor))
     return _new_handle([req] if req is not None else [], lambda: out, (tensor, out), key), rows
 
 
@@ -598,6 +602,7 @@ def _reducescatter_async(tensor, op, pre, post, process_set, what, asynchronous=
                                   post, stream(tensor), nonblocking=nb)
 
     reqs = _start(comm, what, fields, run, asynchronous)
+    _streams.keep_alive([tensor, out], _streams.current(tensor))
     return _new_handle(reqs, lambda: out, (tensor, out), key)
 
 

@@ -25,7 +25,7 @@ import torch
 
 from .. import _lib
 from .._lib import GjError
-from . import _basics, mpi_ops
+from . import _basics, _streams, mpi_ops
 from ._basics import global_process_set
 from ._buckets import DEFAULT_BUCKET_BYTES, plan_buckets
 from ._tensor import check_tensor, ptr, stream
@@ -131,6 +131,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # ---- per-step state ----------------------------------------------------------------
     def _reset_step(self):
         self._counts = [0] * len(self._params)
+        self._grad_streams = {}  # index -> the stream its gradient was produced on (CUDA)
         self._step_buckets = [m for m in ([i for i in b if i not in self._skip] for b in self._buckets) if m]
         self._bucket_of = {i: b for b, members in enumerate(self._step_buckets) for i in members}
         self._missing = [len(b) for b in self._step_buckets]
@@ -163,6 +164,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  "tensors only: pass sparse_as_dense=True to DistributedOptimizer")
             p.grad = p.grad.to_dense()
         self._counts[i] += 1
+        if p.grad is not None:
+            self._grad_streams[i] = _streams.current(p.grad)
         if self._counts[i] == self.backward_passes_per_step:
             b = self._bucket_of.get(i)
             if b is None:  # skipped this step: reduced at synchronize if any rank has it
@@ -177,6 +180,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return p.grad is not None and (self._counts[i] > 0 or i not in self._grad_accs)
 
     def _issue(self, members):
+        # The bucket runs on this thread's current stream, after every member's gradient stream.
+        issue_stream = _streams.current(self._params[members[0]])
+        _streams.order_after(issue_stream, [self._grad_streams.get(i) for i in members])
         items = []
         for i in members:
             p = self._params[i]
@@ -201,6 +207,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                                nonblocking=True)
         except GjError as e:
             raise HorovodInternalError.wrap(e) from None
+        _streams.keep_alive(wires, issue_stream)
         self._inflight.append((req, items))
 
     # ---- public API ----------------------------------------------------------------------
