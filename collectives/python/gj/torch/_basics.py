@@ -31,9 +31,6 @@ class ProcessSet:
         self.process_set_id = None
         self._comm = None
 
-    def _valid(self):
-        return self.process_set_id is not None
-
     def included(self):
         """True when this process belongs to the set."""
         _require_init("ProcessSet.included")
@@ -144,25 +141,25 @@ def is_initialized():
     return _world is not None
 
 
-def _w(what):
+def _world_of(what):
     _require_init(what)
     return _world
 
 
 def rank():
-    return _w("rank").rank
+    return _world_of("rank").rank
 
 
 def size():
-    return _w("size").size
+    return _world_of("size").size
 
 
 def local_rank():
-    return _w("local_rank").local_rank
+    return _world_of("local_rank").local_rank
 
 
 def local_size():
-    return _w("local_size").local_size
+    return _world_of("local_size").local_size
 
 
 def cross_rank():
