@@ -12,11 +12,11 @@ torch's current stream, no host copy) through NCCL. Where gj differs from Horovo
 says how.
 """
 
-from ._basics import (ProcessSet, add_process_set, ccl_built, cross_rank, cross_size, cuda_built,
-                      ddl_built, global_process_set, gloo_built, gloo_enabled, init, is_homogeneous,
-                      is_initialized, local_rank, local_size, mpi_built, mpi_enabled,
-                      mpi_threads_supported, nccl_built, rank, remove_process_set, rocm_built,
-                      shutdown, size)
+from ._basics import (cross_rank, cross_size, init, is_homogeneous, is_initialized, local_rank, local_size,
+                      rank, shutdown, size)
+from ._capabilities import (ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled, mpi_built, mpi_enabled,
+                            mpi_threads_supported, nccl_built, rocm_built)
+from ._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from .compression import Compression
 from .exceptions import HorovodInternalError, HostsUpdatedInterrupt
 from .functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters

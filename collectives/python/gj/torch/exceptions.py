@@ -23,3 +23,11 @@ class HorovodInternalError(GjError):
 
 class HostsUpdatedInterrupt(RuntimeError):
     """Horovod's elastic-mode signal; gj has no elastic mode, so it is never raised."""
+
+
+def translated(fn, *args, **kwargs):
+    """fn(*args, **kwargs), a library failure (GjError) raised as HorovodInternalError."""
+    try:
+        return fn(*args, **kwargs)
+    except GjError as e:
+        raise HorovodInternalError.wrap(e) from None

@@ -14,21 +14,18 @@ HorovodInternalError (a RuntimeError) on every rank instead of hanging:
 root_rank is a global rank, also in a process set (Horovod's numbering).
 """
 
-import contextlib
-import ctypes
-import hashlib
-import itertools
 import warnings
 
 import torch
 
 from .. import _lib
-from .._lib import GjError
 from . import _basics, _streams
-from ._basics import global_process_set
+from ._agreement import agree, start as _start
+from ._basics import global_process_set, waiting
+from ._handles import _claim_name, _handles, _new_handle, _pop, poll, synchronize  # noqa: F401 (poll: API)
 from ._tensor import check_tensor, ptr, require_contiguous, same_device, stream
 from .compression import Compression
-from .exceptions import HorovodInternalError
+from .exceptions import translated as _call
 
 # Horovod's ReduceOp values.
 Average, Sum, Adasum, Min, Max, Product = 0, 1, 2, 3, 4, 5
@@ -52,172 +49,6 @@ def resolve_op(op, average, what):
     if op not in _GJ_OPS:
         raise ValueError(f"{what}: op={op!r} is not one of {', '.join(_OP_NAMES[o] for o in _GJ_OPS)}")
     return op
-
-
-# ---- handles ---------------------------------------------------------------------------------
-class _Handle:
-    __slots__ = ("requests", "finish", "keep", "name")
-
-    def __init__(self, requests, finish, keep, name):
-        self.requests, self.finish, self.keep, self.name = requests, finish, keep, name
-
-
-_handles = {}
-_next_handle = itertools.count(1)
-_names_in_flight = {}  # (process set id, name) -> handle
-
-
-def _claim_name(name, process_set, what):
-    """The key under which a named nonblocking operation is in flight (None without a name);
-    ValueError when that name is in flight already in the process set."""
-    if name is None:
-        return None
-    key = ((process_set or global_process_set).process_set_id, str(name))
-    if key in _names_in_flight:
-        raise ValueError(f"{what}: name={name!r} is the name of an operation still in flight in this "
-                         f"process set (handle {_names_in_flight[key]}); synchronize it first or pick "
-                         "another name")
-    return key
-
-
-def _new_handle(requests, finish, keep=(), name=None):
-    h = next(_next_handle)
-    _handles[h] = _Handle(list(requests), finish, keep, name)
-    if name is not None:
-        _names_in_flight[name] = h
-    return h
-
-
-def _pop(handle):
-    h = _handles.pop(handle)
-    if h.name is not None:
-        _names_in_flight.pop(h.name, None)
-    return h
-
-
-def _drop_handles():
-    _handles.clear()
-    _names_in_flight.clear()
-
-
-def _get(handle, what):
-    try:
-        return _handles[handle]
-    except (KeyError, TypeError):
-        raise ValueError(f"{what}: handle={handle!r} is not an outstanding gj.torch handle "
-                         "(already synchronized, or never returned by an *_async call)") from None
-
-
-@contextlib.contextmanager
-def waiting(what):
-    """Brackets a wait of this rank for its peers (the stall warning's watch)."""
-    token = _basics.stall_watch.enter(what)
-    try:
-        yield
-    finally:
-        _basics.stall_watch.leave(token)
-
-
-def poll(handle):
-    """True when the operation of handle has completed (synchronize will not block)."""
-    h = _get(handle, "poll")
-    try:
-        return all(r.test() for r in h.requests)
-    except GjError as e:
-        raise HorovodInternalError.wrap(e) from None
-
-
-def synchronize(handle):
-    """Waits for the operation of handle and returns its output (a tensor or a list)."""
-    h = _get(handle, "synchronize")
-    try:
-        with waiting(f"synchronize(handle {handle}{'' if h.name is None else f', name {h.name[1]!r}'})"):
-            for r in h.requests:
-                r.wait()
-    except GjError as e:
-        _pop(handle)
-        raise HorovodInternalError.wrap(e) from None
-    _pop(handle)
-    return h.finish()
-
-
-# ---- agreement -------------------------------------------------------------------------------
-def _digest(fields):
-    d = hashlib.blake2b(repr(fields).encode(), digest_size=8).digest()
-    return int.from_bytes(d, "little") >> 2  # < 2**62: h and -h are both int64
-
-
-def agree(comm, what, fields, rows=None):
-    """Blocking: every rank of comm passed equal fields, or HorovodInternalError on every rank. With rows
-    (this rank's count), returns every rank's rows in rank order (allgather's first dims)."""
-    comm.set_check(False)
-    h = _digest(fields)
-    vec = (ctypes.c_int64 * (2 + comm.size))()
-    vec[0], vec[1] = h, -h
-    vec[2 + comm.rank] = rows if rows is not None else 0
-    with waiting(what):
-        _call(comm.allreduce, ctypes.addressof(vec), ctypes.addressof(vec), 2 + comm.size, _lib.INT64, _lib.MAX)
-    if vec[0] != h or vec[1] != -h:
-        raise HorovodInternalError.disagreement(what, _disagree(what, comm.rank, fields))
-    return [vec[2 + r] for r in range(comm.size)]
-
-
-class _Agreement:
-    """A nonblocking agree(): MAX of (h, -h) over the set, completed like a Request; test() and
-    wait() raise the agree() HorovodInternalError on every rank when any rank's fields differed."""
-
-    __slots__ = ("_req", "_vec", "_h", "_what", "_fields", "_rank")
-
-    def __init__(self, comm, what, fields):
-        self._h, self._what, self._fields, self._rank = _digest(fields), what, fields, comm.rank
-        self._vec = (ctypes.c_int64 * 2)(self._h, -self._h)
-        addr = ctypes.addressof(self._vec)
-        self._req = comm.allreduce(addr, addr, 2, _lib.INT64, _lib.MAX, nonblocking=True)
-
-    def test(self):
-        if not self._req.test():
-            return False
-        self._verify()
-        return True
-
-    def wait(self):
-        self._req.wait()
-        self._verify()
-
-    def _verify(self):
-        if self._vec[0] != self._h or self._vec[1] != -self._h:
-            raise HorovodInternalError.disagreement(self._what, _disagree(self._what, self._rank, self._fields))
-
-
-def _disagree(what, rank, fields):
-    return (f"the ranks of the process set disagree on the call's arguments; this rank (rank "
-            f"{rank} of the set) passed {_describe(fields)}. Every rank must issue the same collectives "
-            "in the same order with matching tensors.")
-
-
-def _describe(fields):
-    return ", ".join(f"{k}={v}" for k, v in fields)
-
-
-def _call(fn, *args, **kw):
-    try:
-        return fn(*args, **kw)
-    except GjError as e:
-        raise HorovodInternalError.wrap(e) from None
-
-
-def _start(comm, what, fields, run, asynchronous):
-    """Issues run(nonblocking) -> Request(s); the requests to complete. A blocking call agrees on
-    fields first; a nonblocking one issues the agreement as a request of its own, first (the
-    data request's list comes first: waiting for it first keeps its buffers' lifetime simple)."""
-    if asynchronous:
-        comm.set_check(True)
-        agreement = _call(_Agreement, comm, what, fields)
-        reqs = _call(run, True)
-        return (reqs if isinstance(reqs, list) else [reqs]) + [agreement]
-    agree(comm, what, fields)
-    _call(run, False)
-    return []
 
 
 def _sig(tensor):

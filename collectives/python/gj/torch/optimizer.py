@@ -25,7 +25,7 @@ import torch
 
 from .. import _lib
 from .._lib import GjError
-from . import _basics, _streams, mpi_ops
+from . import _agreement, _basics, _streams, mpi_ops
 from ._basics import global_process_set
 from ._buckets import DEFAULT_BUCKET_BYTES, plan_buckets
 from ._tensor import check_tensor, ptr, stream
@@ -99,7 +99,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # frozen or unused parameter never holds back the buckets after it; should one get a
         # gradient after all, it is reduced at synchronize, after the flag exchange says so.
         self._skip = frozenset()
-        mpi_ops.agree(self._comm, what, (
+        _agreement.agree(self._comm, what, (
             ("parameters", tuple((tuple(p.shape), str(p.dtype)) for p in self._params)),
             ("buckets", tuple(tuple(b) for b in self._buckets)), ("op", op),
             ("backward_passes_per_step", backward_passes_per_step),
@@ -226,7 +226,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             try:
                 flag_req = self._comm.allreduce(ptr(fired), ptr(fired), fired.numel(), _lib.UINT8, _lib.MAX,
                                                 nonblocking=True)
-                with mpi_ops.waiting("DistributedOptimizer.synchronize"):
+                with _basics.waiting("DistributedOptimizer.synchronize"):
                     flag_req.wait()
                 late = [i for i in sorted(self._skip, reverse=True) if fired[i]]
                 by_kind = {}
