@@ -214,3 +214,19 @@ def test_broadcast_optimizer_state_before_any_step_initializes_it(world):
     model(torch.ones(1, 3)).sum().backward()
     opt.step()
     assert hvd.allgather_object(model.weight.detach().tolist()) == [model.weight.detach().tolist()] * n
+
+
+@pytest.mark.parametrize("op", [hvd.Sum, hvd.Average])
+def test_sparse_allreduce_equals_the_dense_reduction(world, sets, op):
+    r, _ = world
+    for name, ps, ranks in _each_set(sets, world):
+        dense = torch.zeros(5, 3)
+        dense[r % 5, 0] = r + 1.0
+        dense[(r + 2) % 5] = 2.0
+        wait = hvd.sparse_allreduce_async(dense.to_sparse(), name=f"sparse.{name}", op=op, process_set=ps)
+        got = wait()
+        assert got.is_sparse
+        want = hvd.allreduce(dense, op=op, process_set=ps)  # Average: rounding may differ by an ulp
+        assert torch.allclose(got.to_dense(), want, rtol=1e-6, atol=0), name
+    with pytest.raises(TypeError, match="sparse COO"):
+        hvd.sparse_allreduce_async(torch.ones(2), name=None, op=hvd.Sum)

@@ -409,6 +409,35 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
     return synchronize(grouped_allgather_async(tensors, name, process_set))
 
 
+# ---- sparse ----------------------------------------------------------------------------------
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Starts reducing a sparse COO tensor as Horovod does: every rank's indices and values are
+    allgathered (the result holds every rank's entries, duplicates summed when coalesced), values
+    divided by the set's size for Average. Returns a function that waits and returns the sparse
+    result (Horovod's handle for this call)."""
+    if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
+        raise TypeError(f"sparse_allreduce_async: tensor must be a sparse COO torch.Tensor, got "
+                        f"{type(tensor).__name__ if not isinstance(tensor, torch.Tensor) else tensor.layout}")
+    op = resolve_op(op, None, "sparse_allreduce_async")
+    if op not in (Average, Sum):
+        raise ValueError(f"sparse_allreduce_async: op={_OP_NAMES[op]} is not Average or Sum")
+    size = _comm(process_set, "sparse_allreduce_async").size
+    # allgather concatenates along dimension 0: indices travel as (nnz, ndim).
+    indices = allgather_async(tensor._indices().t().contiguous(), name=None if name is None else f"{name}.indices",
+                              process_set=process_set)
+    values = allgather_async(tensor._values(), name=None if name is None else f"{name}.values",
+                             process_set=process_set)
+
+    def wait():
+        gathered_values = synchronize(values)
+        gathered_indices = synchronize(indices).t()
+        if op == Average:
+            gathered_values = gathered_values / size
+        return torch.sparse_coo_tensor(gathered_indices, gathered_values, tensor.size())
+
+    return wait
+
+
 # ---- reducescatter ---------------------------------------------------------------------------
 def _split_rows(n, size):
     q, rem = divmod(n, size)
