@@ -206,7 +206,7 @@ def test_sparse_as_dense(world):
 def test_mismatched_models_raise_on_every_rank(world):
     r, n = world
     model = torch.nn.Linear(3, 2 if r == 0 else 3)
-    with pytest.raises(ValueError, match="disagree"):
+    with pytest.raises(hvd.HorovodInternalError, match="disagree"):
         hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                  named_parameters=model.named_parameters())
 

@@ -46,3 +46,30 @@ def test_public_api_is_horovods():
                   "print(missing); print(h.Average, h.Sum, h.Adasum, h.Min, h.Max, h.Product)")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["[]", "0 1 2 3 4 5"]
+
+
+def _header_enums():
+    """{name: value} of collectives.h's enumerators and #define constants."""
+    import pathlib
+    import re
+    header = pathlib.Path(__file__).resolve().parents[2] / "collectives" / "include" / "gj" / "collectives.h"
+    text = header.read_text()
+    values = {m[0]: int(m[1]) for m in re.findall(r"^\s*(gj\w+)\s*=\s*(\d+)\s*,?", text, re.M)}
+    values.update({m[0]: int(m[1]) for m in re.findall(r"^#define\s+(gj\w+)\s+(\d+)\s*$", text, re.M)})
+    return values
+
+
+def test_python_constants_equal_the_headers():
+    from gj import _lib
+    h = _header_enums()
+    pairs = {
+        "SUCCESS": "gjSuccess", "INVALID_ARGUMENT": "gjInvalidArgument", "INVALID_USAGE": "gjInvalidUsage",
+        "UNSUPPORTED": "gjUnsupported",
+        "FLOAT32": "gjFloat32", "FLOAT64": "gjFloat64", "FLOAT16": "gjFloat16", "BFLOAT16": "gjBfloat16",
+        "INT32": "gjInt32", "INT64": "gjInt64", "UINT8": "gjUint8", "INT8": "gjInt8", "INT16": "gjInt16",
+        "BOOL": "gjBool", "BYTE": "gjByte", "NUM_REDUCIBLE": "gjNumReducibleDataTypes",
+        "SUM": "gjSum", "AVG": "gjAvg", "MIN": "gjMin", "MAX": "gjMax", "PROD": "gjProd",
+        "CAP_CUDA": "gjCapCuda", "CAP_NCCL": "gjCapNccl",
+    }
+    assert {py: getattr(_lib, py) for py in pairs} == {py: h[c] for py, c in pairs.items()}
+    assert _lib.BYTE + 1 == h["gjNumDataTypes"] and len(_lib.OPS) == h["gjNumRedOps"]

@@ -8,12 +8,12 @@ import ctypes
 from . import _lib
 from ._lib import GjError, check, lib
 
-_c_void_p_array = lambda values: (ctypes.c_void_p * len(values))(*values)  # noqa: E731
-_c_size_array = lambda values: (ctypes.c_size_t * len(values))(*values)  # noqa: E731
+def _pointer_array(values):
+    return (ctypes.c_void_p * len(values))(*values)
 
 
-def dtype_size(dtype):
-    return (4, 8, 2, 2, 4, 8, 1, 1, 2, 1, 1)[dtype]
+def _size_array(values):
+    return (ctypes.c_size_t * len(values))(*values)
 
 
 class Request:
@@ -27,10 +27,6 @@ class Request:
         self._comm = comm
         self._call = call
         self._error = None
-
-    @classmethod
-    def done(cls):
-        return cls(None, None, "")
 
     def test(self):
         if self._handle is None:
@@ -85,7 +81,7 @@ class Comm:
         check(fn(self.handle, ctypes.byref(out)), call, self.handle)
         return out.value
 
-    def _h(self):
+    def _live_handle(self):
         if self.handle is None:
             raise ValueError("the communicator is closed")
         return self.handle
@@ -104,80 +100,77 @@ class Comm:
         grouped allreduce's own check included (every rank at the same point of its call
         sequence)."""
         if bool(enabled) != self._check_on:
-            self._run("gjCommSetCheck", self._h(), 1 if enabled else 0)
+            self._run("gjCommSetCheck", self._live_handle(), 1 if enabled else 0)
             self._check_on = bool(enabled)
-
-    def is_device_backend_nccl(self):
-        out = ctypes.c_int()
-        check(lib.gjCommBackend(self._h(), 1, ctypes.byref(out)), "gjCommBackend", self.handle)
-        return out.value == 1
 
     @property
     def fusion_threshold(self):
         out = ctypes.c_size_t()
-        check(lib.gjCommGetFusionThreshold(self._h(), ctypes.byref(out)), "gjCommGetFusionThreshold",
+        check(lib.gjCommGetFusionThreshold(self._live_handle(), ctypes.byref(out)), "gjCommGetFusionThreshold",
               self.handle)
         return out.value
 
     @fusion_threshold.setter
     def fusion_threshold(self, nbytes):
-        self._run("gjCommSetFusionThreshold", self._h(), nbytes)
+        self._run("gjCommSetFusionThreshold", self._live_handle(), nbytes)
 
     # ---- collectives: nonblocking=True returns a Request, otherwise None --------------------
     def allreduce(self, send, recv, count, dtype, op, prescale=1.0, postscale=1.0, stream=None,
                   nonblocking=False):
         if nonblocking:
             return self._start("gjIallReduce", send, recv, count, dtype, op, prescale, postscale,
-                               self._h(), stream)
+                               self._live_handle(), stream)
         if prescale == 1.0 and postscale == 1.0:
-            self._run("gjAllReduce", send, recv, count, dtype, op, self._h(), stream)
+            self._run("gjAllReduce", send, recv, count, dtype, op, self._live_handle(), stream)
         else:
             self._run("gjAllReduceScaled", send, recv, count, dtype, op, prescale, postscale,
-                      self._h(), stream)
+                      self._live_handle(), stream)
 
     def grouped_allreduce(self, sends, recvs, counts, dtype, op, prescale=1.0, postscale=1.0,
                           stream=None, nonblocking=False):
         n = len(counts)
-        s, r, c = _c_void_p_array(sends), _c_void_p_array(recvs), _c_size_array(counts)
+        send_ptrs, recv_ptrs, c_counts = _pointer_array(sends), _pointer_array(recvs), _size_array(counts)
         if nonblocking:
-            return self._start("gjIgroupedAllReduce", s, r, c, n, dtype, op, prescale, postscale,
-                               self._h(), stream)
+            return self._start("gjIgroupedAllReduce", send_ptrs, recv_ptrs, c_counts, n, dtype, op, prescale,
+                               postscale, self._live_handle(), stream)
         if prescale == 1.0 and postscale == 1.0:
-            self._run("gjGroupedAllReduce", s, r, c, n, dtype, op, self._h(), stream)
+            self._run("gjGroupedAllReduce", send_ptrs, recv_ptrs, c_counts, n, dtype, op, self._live_handle(),
+                      stream)
         else:
-            self._run("gjGroupedAllReduceScaled", s, r, c, n, dtype, op, prescale, postscale,
-                      self._h(), stream)
+            self._run("gjGroupedAllReduceScaled", send_ptrs, recv_ptrs, c_counts, n, dtype, op, prescale,
+                      postscale, self._live_handle(), stream)
 
     def broadcast(self, buf, count, dtype, root, stream=None, nonblocking=False):
         if nonblocking:
-            return self._start("gjIbroadcast", buf, count, dtype, root, self._h(), stream)
-        self._run("gjBroadcast", buf, count, dtype, root, self._h(), stream)
+            return self._start("gjIbroadcast", buf, count, dtype, root, self._live_handle(), stream)
+        self._run("gjBroadcast", buf, count, dtype, root, self._live_handle(), stream)
 
     def allgatherv(self, send, recv, counts, dtype, stream=None, nonblocking=False):
         """counts[r] elements from rank r, concatenated in rank order into recv."""
-        c = _c_size_array(counts)
+        c_counts = _size_array(counts)
         if nonblocking:
-            return self._start("gjIallGatherV", send, recv, c, dtype, self._h(), stream)
-        self._run("gjAllGatherV", send, recv, c, dtype, self._h(), stream)
+            return self._start("gjIallGatherV", send, recv, c_counts, dtype, self._live_handle(), stream)
+        self._run("gjAllGatherV", send, recv, c_counts, dtype, self._live_handle(), stream)
 
     def reducescatter(self, send, recv, counts, dtype, op, prescale=1.0, postscale=1.0, stream=None,
                       nonblocking=False):
-        c = _c_size_array(counts)
+        c_counts = _size_array(counts)
         if nonblocking:
-            return self._start("gjIreduceScatter", send, recv, c, dtype, op, prescale, postscale,
-                               self._h(), stream)
-        self._run("gjReduceScatter", send, recv, c, dtype, op, prescale, postscale, self._h(), stream)
+            return self._start("gjIreduceScatter", send, recv, c_counts, dtype, op, prescale, postscale,
+                               self._live_handle(), stream)
+        self._run("gjReduceScatter", send, recv, c_counts, dtype, op, prescale, postscale, self._live_handle(),
+                  stream)
 
     def barrier(self, nonblocking=False):
         if nonblocking:
-            return self._start("gjIbarrier", self._h())
-        self._run("gjBarrier", self._h())
+            return self._start("gjIbarrier", self._live_handle())
+        self._run("gjBarrier", self._live_handle())
 
     def split(self, color, key):
         """Collective over this communicator: a new Comm of the ranks with the same color >= 0,
         ordered by key; None where color < 0."""
         out = ctypes.c_void_p()
-        self._run("gjCommSplit", self._h(), color, key, ctypes.byref(out))
+        self._run("gjCommSplit", self._live_handle(), color, key, ctypes.byref(out))
         return Comm(out) if out.value else None
 
     def destroy(self):

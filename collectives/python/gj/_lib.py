@@ -21,8 +21,6 @@ SUCCESS, INVALID_ARGUMENT, INVALID_USAGE, UNSUPPORTED = 0, 1, 2, 3
 # gjDataType_t
 FLOAT32, FLOAT64, FLOAT16, BFLOAT16, INT32, INT64, UINT8, INT8, INT16, BOOL, BYTE = range(11)
 NUM_REDUCIBLE = 7
-DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8",
-               "int8", "int16", "bool", "byte")
 # gjRedOp_t
 SUM, AVG, MIN, MAX, PROD = range(5)
 OPS = {"sum": SUM, "avg": AVG, "min": MIN, "max": MAX, "prod": PROD}
@@ -61,49 +59,49 @@ def _load():
 
 lib, library_path = _load()
 
-_p = ctypes.c_void_p
-_i = ctypes.c_int
-_sz = ctypes.c_size_t
-_d = ctypes.c_double
-_pp = ctypes.POINTER(ctypes.c_void_p)
-_psz = ctypes.POINTER(ctypes.c_size_t)
-_pi = ctypes.POINTER(ctypes.c_int)
+# The C types of the signatures below.
+_ptr = ctypes.c_void_p                     # a buffer, a communicator, a stream, a request
+_int = ctypes.c_int                        # gjResult_t, a dtype, an op, a rank, a flag
+_size = ctypes.c_size_t                    # a count
+_double = ctypes.c_double                  # a scale factor
+_ptrs = ctypes.POINTER(ctypes.c_void_p)    # an array of buffers, or where a handle is returned
+_sizes = ctypes.POINTER(ctypes.c_size_t)   # an array of counts, or where a size is returned
+_int_out = ctypes.POINTER(ctypes.c_int)    # where an int is returned
 SIGNATURES = {
-    "gjGetErrorString": (ctypes.c_char_p, [_i]),
-    "gjGetLastError": (ctypes.c_char_p, [_p]),
-    "gjCommInitWorld": (_i, [_pp]),
-    "gjCommDestroy": (_i, [_p]),
-    "gjCommAbort": (_i, [_p]),
-    "gjCommRank": (_i, [_p, _pi]),
-    "gjCommSize": (_i, [_p, _pi]),
-    "gjCommLocalRank": (_i, [_p, _pi]),
-    "gjCommLocalSize": (_i, [_p, _pi]),
-    "gjCommBackend": (_i, [_p, _i, _pi]),
-    "gjCommSetFusionThreshold": (_i, [_p, _sz]),
-    "gjCommGetFusionThreshold": (_i, [_p, _psz]),
-    "gjAllReduce": (_i, [_p, _p, _sz, _i, _i, _p, _p]),
-    "gjBroadcast": (_i, [_p, _sz, _i, _i, _p, _p]),
-    "gjGroupedAllReduce": (_i, [_pp, _pp, _psz, _i, _i, _i, _p, _p]),
-    "gjAllReduceScaled": (_i, [_p, _p, _sz, _i, _i, _d, _d, _p, _p]),
-    "gjGroupedAllReduceScaled": (_i, [_pp, _pp, _psz, _i, _i, _i, _d, _d, _p, _p]),
-    "gjAllGather": (_i, [_p, _p, _sz, _i, _p, _p]),
-    "gjAllGatherV": (_i, [_p, _p, _psz, _i, _p, _p]),
-    "gjReduceScatter": (_i, [_p, _p, _psz, _i, _i, _d, _d, _p, _p]),
-    "gjBarrier": (_i, [_p]),
-    "gjCommSplit": (_i, [_p, _i, _i, _pp]),
-    "gjCommSetCheck": (_i, [_p, _i]),
-    "gjIallReduce": (_i, [_p, _p, _sz, _i, _i, _d, _d, _p, _p, _pp]),
-    "gjIgroupedAllReduce": (_i, [_pp, _pp, _psz, _i, _i, _i, _d, _d, _p, _p, _pp]),
-    "gjIbroadcast": (_i, [_p, _sz, _i, _i, _p, _p, _pp]),
-    "gjIallGather": (_i, [_p, _p, _sz, _i, _p, _p, _pp]),
-    "gjIallGatherV": (_i, [_p, _p, _psz, _i, _p, _p, _pp]),
-    "gjIreduceScatter": (_i, [_p, _p, _psz, _i, _i, _d, _d, _p, _p, _pp]),
-    "gjIbarrier": (_i, [_p, _pp]),
-    "gjTest": (_i, [_p, _pi]),
-    "gjWait": (_i, [_p]),
-    "gjBuildCapabilities": (_i, []),
-    "gjDataTypeSize": (_sz, [_i]),
-    "gjFinalize": (_i, []),
+    "gjGetErrorString": (ctypes.c_char_p, [_int]),
+    "gjGetLastError": (ctypes.c_char_p, [_ptr]),
+    "gjCommInitWorld": (_int, [_ptrs]),
+    "gjCommDestroy": (_int, [_ptr]),
+    "gjCommAbort": (_int, [_ptr]),
+    "gjCommRank": (_int, [_ptr, _int_out]),
+    "gjCommSize": (_int, [_ptr, _int_out]),
+    "gjCommLocalRank": (_int, [_ptr, _int_out]),
+    "gjCommLocalSize": (_int, [_ptr, _int_out]),
+    "gjCommSetFusionThreshold": (_int, [_ptr, _size]),
+    "gjCommGetFusionThreshold": (_int, [_ptr, _sizes]),
+    "gjAllReduce": (_int, [_ptr, _ptr, _size, _int, _int, _ptr, _ptr]),
+    "gjBroadcast": (_int, [_ptr, _size, _int, _int, _ptr, _ptr]),
+    "gjGroupedAllReduce": (_int, [_ptrs, _ptrs, _sizes, _int, _int, _int, _ptr, _ptr]),
+    "gjAllReduceScaled": (_int, [_ptr, _ptr, _size, _int, _int, _double, _double, _ptr, _ptr]),
+    "gjGroupedAllReduceScaled": (_int, [_ptrs, _ptrs, _sizes, _int, _int, _int, _double, _double, _ptr, _ptr]),
+    "gjAllGather": (_int, [_ptr, _ptr, _size, _int, _ptr, _ptr]),
+    "gjAllGatherV": (_int, [_ptr, _ptr, _sizes, _int, _ptr, _ptr]),
+    "gjReduceScatter": (_int, [_ptr, _ptr, _sizes, _int, _int, _double, _double, _ptr, _ptr]),
+    "gjBarrier": (_int, [_ptr]),
+    "gjCommSplit": (_int, [_ptr, _int, _int, _ptrs]),
+    "gjCommSetCheck": (_int, [_ptr, _int]),
+    "gjIallReduce": (_int, [_ptr, _ptr, _size, _int, _int, _double, _double, _ptr, _ptr, _ptrs]),
+    "gjIgroupedAllReduce": (_int, [_ptrs, _ptrs, _sizes, _int, _int, _int, _double, _double, _ptr, _ptr, _ptrs]),
+    "gjIbroadcast": (_int, [_ptr, _size, _int, _int, _ptr, _ptr, _ptrs]),
+    "gjIallGather": (_int, [_ptr, _ptr, _size, _int, _ptr, _ptr, _ptrs]),
+    "gjIallGatherV": (_int, [_ptr, _ptr, _sizes, _int, _ptr, _ptr, _ptrs]),
+    "gjIreduceScatter": (_int, [_ptr, _ptr, _sizes, _int, _int, _double, _double, _ptr, _ptr, _ptrs]),
+    "gjIbarrier": (_int, [_ptr, _ptrs]),
+    "gjTest": (_int, [_ptr, _int_out]),
+    "gjWait": (_int, [_ptr]),
+    "gjBuildCapabilities": (_int, []),
+    "gjDataTypeSize": (_size, [_int]),
+    "gjFinalize": (_int, []),
 }
 
 

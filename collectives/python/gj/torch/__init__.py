@@ -12,11 +12,11 @@ torch's current stream, no host copy) through NCCL. Where gj differs from Horovo
 says how.
 """
 
-from ._basics import (ProcessSet, add_process_set, ccl_built, cross_rank, cross_size, cuda_built,
-                      ddl_built, global_process_set, gloo_built, gloo_enabled, init, is_homogeneous,
-                      is_initialized, local_rank, local_size, mpi_built, mpi_enabled,
-                      mpi_threads_supported, nccl_built, rank, remove_process_set, rocm_built,
-                      shutdown, size)
+from ._basics import (cross_rank, cross_size, init, is_homogeneous, is_initialized, local_rank, local_size,
+                      rank, shutdown, size)
+from ._capabilities import (ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled, mpi_built, mpi_enabled,
+                            mpi_threads_supported, nccl_built, rocm_built)
+from ._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from .compression import Compression
 from .exceptions import HorovodInternalError, HostsUpdatedInterrupt
 from .functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
@@ -25,7 +25,7 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgat
                       broadcast_async, broadcast_async_, grouped_allgather, grouped_allgather_async,
                       grouped_allreduce, grouped_allreduce_, grouped_allreduce_async,
                       grouped_allreduce_async_, grouped_reducescatter, grouped_reducescatter_async,
-                      join, poll, reducescatter, reducescatter_async, synchronize)
+                      join, poll, reducescatter, reducescatter_async, sparse_allreduce_async, synchronize)
 from .optimizer import DistributedOptimizer
 
 __all__ = [
@@ -39,7 +39,7 @@ __all__ = [
     "allgather", "allgather_async", "grouped_allgather", "grouped_allgather_async",
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
     "reducescatter", "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async",
-    "barrier", "join", "poll", "synchronize",
+    "sparse_allreduce_async", "barrier", "join", "poll", "synchronize",
     "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
     "DistributedOptimizer", "HorovodInternalError", "HostsUpdatedInterrupt",
 ]

@@ -1,31 +1,31 @@
 """Collective operations on torch tensors, with Horovod's names and keyword arguments.
 
 Every rank must issue the collectives of one process set in the same order (the library runs
-them in issue order; there is no name-based negotiation as in Horovod: `name=` is accepted and
-ignored). Mismatches raise on every rank instead of hanging:
+them in issue order; there is no name-based negotiation as in Horovod). `name=` names an
+operation in flight: a second nonblocking operation with a name already in flight in the same
+process set raises ValueError on the rank that issues it, as Horovod does. Mismatches raise
+HorovodInternalError (a RuntimeError) on every rank instead of hanging:
 - a blocking call first agrees on a signature (operation, dtype, shape, op, root, factors) with
-  one small allreduce, and raises ValueError on every rank when any rank differs;
+  one small allreduce, and raises on every rank when any rank differs;
 - a nonblocking call turns on the library's agreement check (count, dtype, op, root) for its
-  request, which then fails on every rank with HorovodInternalError; the rest of the blocking
-  signature (shape, factors: what a count cannot tell) travels in a small nonblocking request
-  issued just before it, so synchronize() raises ValueError on every rank for a same-size,
-  different-shape tensor.
+  request, which then fails on every rank; the rest of the blocking signature (shape, factors:
+  what a count cannot tell) travels in a small nonblocking request issued just before it, so
+  synchronize() raises on every rank for a same-size, different-shape tensor.
+root_rank is a global rank, also in a process set (Horovod's numbering).
 """
 
-import ctypes
-import hashlib
-import itertools
 import warnings
 
 import torch
 
 from .. import _lib
-from .._lib import GjError
-from . import _basics
-from ._basics import global_process_set
+from . import _basics, _streams
+from ._agreement import agree, start as _start
+from ._basics import global_process_set, waiting
+from ._handles import _claim_name, _handles, _new_handle, _pop, poll, synchronize  # noqa: F401 (poll: API)
 from ._tensor import check_tensor, ptr, require_contiguous, same_device, stream
 from .compression import Compression
-from .exceptions import HorovodInternalError
+from .exceptions import translated as _call
 
 # Horovod's ReduceOp values.
 Average, Sum, Adasum, Min, Max, Product = 0, 1, 2, 3, 4, 5
@@ -49,140 +49,6 @@ def resolve_op(op, average, what):
     if op not in _GJ_OPS:
         raise ValueError(f"{what}: op={op!r} is not one of {', '.join(_OP_NAMES[o] for o in _GJ_OPS)}")
     return op
-
-
-# ---- handles ---------------------------------------------------------------------------------
-class _Handle:
-    __slots__ = ("requests", "finish", "keep", "result", "done")
-
-    def __init__(self, requests, finish, keep):
-        self.requests, self.finish, self.keep = requests, finish, keep
-        self.result, self.done = None, False
-
-
-_handles = {}
-_next_handle = itertools.count(1)
-
-
-def _new_handle(requests, finish, keep=()):
-    h = next(_next_handle)
-    _handles[h] = _Handle(list(requests), finish, keep)
-    return h
-
-
-def _drop_handles():
-    _handles.clear()
-
-
-def _get(handle, what):
-    try:
-        return _handles[handle]
-    except (KeyError, TypeError):
-        raise ValueError(f"{what}: handle={handle!r} is not an outstanding gj.torch handle "
-                         "(already synchronized, or never returned by an *_async call)") from None
-
-
-def poll(handle):
-    """True when the operation of handle has completed (synchronize will not block)."""
-    h = _get(handle, "poll")
-    try:
-        return all(r.test() for r in h.requests)
-    except GjError as e:
-        raise HorovodInternalError.wrap(e) from None
-
-
-def synchronize(handle):
-    """Waits for the operation of handle and returns its output (a tensor or a list)."""
-    h = _get(handle, "synchronize")
-    try:
-        for r in h.requests:
-            r.wait()
-    except GjError as e:
-        del _handles[handle]
-        raise HorovodInternalError.wrap(e) from None
-    except ValueError:
-        del _handles[handle]
-        raise
-    del _handles[handle]
-    return h.finish()
-
-
-# ---- agreement -------------------------------------------------------------------------------
-def _digest(fields):
-    d = hashlib.blake2b(repr(fields).encode(), digest_size=8).digest()
-    return int.from_bytes(d, "little") >> 2  # < 2**62: h and -h are both int64
-
-
-def agree(comm, what, fields, rows=None):
-    """Blocking: every rank of comm passed equal fields, or ValueError on every rank. With rows
-    (this rank's count), returns every rank's rows in rank order (allgather's first dims)."""
-    comm.set_check(False)
-    h = _digest(fields)
-    vec = (ctypes.c_int64 * (2 + comm.size))()
-    vec[0], vec[1] = h, -h
-    vec[2 + comm.rank] = rows if rows is not None else 0
-    _call(comm.allreduce, ctypes.addressof(vec), ctypes.addressof(vec), 2 + comm.size, _lib.INT64, _lib.MAX)
-    if vec[0] != h or vec[1] != -h:
-        raise ValueError(_disagree(what, comm.rank, fields))
-    return [vec[2 + r] for r in range(comm.size)]
-
-
-class _Agreement:
-    """A nonblocking agree(): MAX of (h, -h) over the set, completed like a Request; test() and
-    wait() raise the agree() ValueError on every rank when any rank's fields differed."""
-
-    __slots__ = ("_req", "_vec", "_h", "_what", "_fields", "_rank")
-
-    def __init__(self, comm, what, fields):
-        self._h, self._what, self._fields, self._rank = _digest(fields), what, fields, comm.rank
-        self._vec = (ctypes.c_int64 * 2)(self._h, -self._h)
-        addr = ctypes.addressof(self._vec)
-        self._req = comm.allreduce(addr, addr, 2, _lib.INT64, _lib.MAX, nonblocking=True)
-
-    def test(self):
-        if not self._req.test():
-            return False
-        self._verify()
-        return True
-
-    def wait(self):
-        self._req.wait()
-        self._verify()
-
-    def _verify(self):
-        if self._vec[0] != self._h or self._vec[1] != -self._h:
-            raise ValueError(_disagree(self._what, self._rank, self._fields))
-
-
-def _disagree(what, rank, fields):
-    return (f"{what}: the ranks of the process set disagree on the call's arguments; this rank (rank "
-            f"{rank} of the set) passed {_describe(fields)}. Every rank must issue the same collectives "
-            "in the same order with matching tensors.")
-
-
-def _describe(fields):
-    return ", ".join(f"{k}={v}" for k, v in fields)
-
-
-def _call(fn, *args, **kw):
-    try:
-        return fn(*args, **kw)
-    except GjError as e:
-        raise HorovodInternalError.wrap(e) from None
-
-
-def _start(comm, what, fields, run, asynchronous):
-    """Issues run(nonblocking) -> Request(s); the requests to complete. A blocking call agrees on
-    fields first; a nonblocking one issues the agreement as a request of its own, first (the
-    data request's list comes first: waiting for it first keeps its buffers' lifetime simple)."""
-    if asynchronous:
-        comm.set_check(True)
-        agreement = _call(_Agreement, comm, what, fields)
-        reqs = _call(run, True)
-        return (reqs if isinstance(reqs, list) else [reqs]) + [agreement]
-    agree(comm, what, fields)
-    _call(run, False)
-    return []
 
 
 def _sig(tensor):
@@ -212,8 +78,9 @@ def _reduction_input(tensor, op, average, prescale_factor, postscale_factor, com
 
 
 # ---- allreduce -------------------------------------------------------------------------------
-def _allreduce_async(tensor, output, op, prescale, postscale, process_set, what, asynchronous=True):
+def _allreduce_async(tensor, output, op, prescale, postscale, process_set, what, asynchronous=True, name=None):
     comm = _comm(process_set, what)
+    key = _claim_name(name, process_set, what)
     code = check_tensor(tensor, what, reduce=True)
     require_contiguous(tensor, what)
     fields = (("call", "allreduce"),) + _sig(tensor) + (("op", _OP_NAMES[op]), ("prescale", prescale),
@@ -224,7 +91,8 @@ def _allreduce_async(tensor, output, op, prescale, postscale, process_set, what,
                               postscale, stream(tensor), nonblocking=nb)
 
     reqs = _start(comm, what, fields, run, asynchronous)
-    return _new_handle(reqs, lambda: output, (tensor, output))
+    _streams.keep_alive([tensor, output], _streams.current(tensor))
+    return _new_handle(reqs, lambda: output, (tensor, output), key)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -234,7 +102,8 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     pre, post = _factors(prescale_factor, postscale_factor, "allreduce_async")
     check_tensor(tensor, "allreduce_async", reduce=True)
     tensor = tensor.contiguous()
-    return _allreduce_async(tensor, torch.empty_like(tensor), op, pre, post, process_set, "allreduce_async")
+    return _allreduce_async(tensor, torch.empty_like(tensor), op, pre, post, process_set, "allreduce_async",
+                            name=name)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -242,11 +111,12 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     """Starts reducing tensor in place; returns a handle."""
     op = resolve_op(op, average, "allreduce_async_")
     pre, post = _factors(prescale_factor, postscale_factor, "allreduce_async_")
-    return _allreduce_async(tensor, tensor, op, pre, post, process_set, "allreduce_async_")
+    return _allreduce_async(tensor, tensor, op, pre, post, process_set, "allreduce_async_", name=name)
 
 
-def _allreduce_now(tensor, output, op, pre, post, process_set, what):
-    return synchronize(_allreduce_async(tensor, output, op, pre, post, process_set, what, asynchronous=False))
+def _allreduce_now(tensor, output, op, pre, post, process_set, what, name=None):
+    return synchronize(_allreduce_async(tensor, output, op, pre, post, process_set, what, asynchronous=False,
+                                        name=name))
 
 
 class HorovodAllreduce(torch.autograd.Function):
@@ -283,14 +153,15 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, po
     """Reduces tensor in place across the process set and returns it."""
     op = resolve_op(op, average, "allreduce_")
     pre, post = _factors(prescale_factor, postscale_factor, "allreduce_")
-    return _allreduce_now(tensor, tensor, op, pre, post, process_set, "allreduce_")
+    return _allreduce_now(tensor, tensor, op, pre, post, process_set, "allreduce_", name)
 
 
-def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchronous=True):
+def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchronous=True, name=None):
     comm = _comm(process_set, what)
+    key = _claim_name(name, process_set, what)
     tensors, outputs = list(tensors), list(outputs)
     if not tensors:
-        return _new_handle([], lambda: [])
+        return _new_handle([], lambda: [], name=key)
     codes = [check_tensor(t, what, f"tensors[{i}]", reduce=True) for i, t in enumerate(tensors)]
     for i, t in enumerate(tensors):
         require_contiguous(t, what, f"tensors[{i}]")
@@ -308,7 +179,8 @@ def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchron
                 for c, idx in by_dtype.items()]
 
     reqs = _start(comm, what, fields, run, asynchronous)
-    return _new_handle(reqs, lambda: outputs, (tensors, outputs))
+    _streams.keep_alive(tensors + outputs, _streams.current(tensors[0]))
+    return _new_handle(reqs, lambda: outputs, (tensors, outputs), key)
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
@@ -317,7 +189,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     pre, post = _factors(prescale_factor, postscale_factor, "grouped_allreduce_async")
     tensors = [t.contiguous() for t in tensors]
     return _grouped_async(tensors, [torch.empty_like(t) for t in tensors], op, pre, post, process_set,
-                          "grouped_allreduce_async")
+                          "grouped_allreduce_async", name=name)
 
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
@@ -325,7 +197,7 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
     op = resolve_op(op, average, "grouped_allreduce_async_")
     pre, post = _factors(prescale_factor, postscale_factor, "grouped_allreduce_async_")
     tensors = list(tensors)
-    return _grouped_async(tensors, tensors, op, pre, post, process_set, "grouped_allreduce_async_")
+    return _grouped_async(tensors, tensors, op, pre, post, process_set, "grouped_allreduce_async_", name=name)
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
@@ -354,73 +226,81 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 
 # ---- broadcast -------------------------------------------------------------------------------
-def _check_root(root_rank, comm, what):
-    if not isinstance(root_rank, int) or isinstance(root_rank, bool) or not 0 <= root_rank < comm.size:
-        raise ValueError(f"{what}: root_rank={root_rank!r} is not a rank of the process set (0..{comm.size - 1})")
+def _set_rank_of_root(root_rank, process_set, what):
+    """root_rank (a global rank, as in Horovod) as a rank of process_set's communicator."""
+    ranks = (process_set or global_process_set).ranks
+    if not isinstance(root_rank, int) or isinstance(root_rank, bool) or root_rank not in ranks:
+        raise ValueError(f"{what}: root_rank={root_rank!r} is not a rank of the process set "
+                         f"(global ranks {_basics.describe_ranks(ranks)})")
+    return ranks.index(root_rank)
 
 
-def _broadcast_async(tensor, output, root_rank, process_set, what, asynchronous=True):
+def _broadcast_async(tensor, output, root_rank, process_set, what, asynchronous=True, name=None):
     comm = _comm(process_set, what)
     check_tensor(tensor, what)
-    _check_root(root_rank, comm, what)
+    root = _set_rank_of_root(root_rank, process_set, what)
+    key = _claim_name(name, process_set, what)
     require_contiguous(output, what)
     if output is not tensor:
         output.copy_(tensor)
     fields = (("call", "broadcast"),) + _sig(tensor) + (("root_rank", root_rank),)
 
     def run(nb):
-        return comm.broadcast(ptr(output), output.numel() * output.element_size(), _lib.UINT8, root_rank,
+        return comm.broadcast(ptr(output), output.numel() * output.element_size(), _lib.UINT8, root,
                               stream(output), nonblocking=nb)
 
     reqs = _start(comm, what, fields, run, asynchronous)
-    return _new_handle(reqs, lambda: output, (tensor, output))
+    _streams.keep_alive([tensor, output], _streams.current(output))
+    return _new_handle(reqs, lambda: output, (tensor, output), key)
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
     return _broadcast_async(tensor, torch.empty_like(tensor, memory_format=torch.contiguous_format),
-                            root_rank, process_set, "broadcast_async")
+                            root_rank, process_set, "broadcast_async", name=name)
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
-    return _broadcast_async(tensor, tensor, root_rank, process_set, "broadcast_async_")
+    return _broadcast_async(tensor, tensor, root_rank, process_set, "broadcast_async_", name=name)
 
 
 class HorovodBroadcast(torch.autograd.Function):
-    """broadcast with a gradient: the sum of the output's gradients, on the root rank only."""
+    """broadcast with Horovod's gradient: the average of the output's gradients over the set
+    on the root rank, zeros elsewhere."""
 
     @staticmethod
-    def forward(ctx, tensor, root_rank, process_set):
+    def forward(ctx, tensor, root_rank, process_set, name):
         ctx.args = (root_rank, process_set)
         out = torch.empty_like(tensor, memory_format=torch.contiguous_format)
-        return synchronize(_broadcast_async(tensor, out, root_rank, process_set, "broadcast", False))
+        return synchronize(_broadcast_async(tensor, out, root_rank, process_set, "broadcast", False, name))
 
     @staticmethod
     def backward(ctx, grad_output):
         root_rank, process_set = ctx.args
-        grad = allreduce(grad_output, op=Sum, process_set=process_set)
-        if _comm(process_set, "broadcast").rank != root_rank:
+        grad = allreduce(grad_output, op=Average, process_set=process_set)
+        if _basics.rank() != root_rank:
             grad = grad * 0
-        return grad, None, None
+        return grad, None, None, None
 
 
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
-    """A new tensor holding root_rank's tensor. Differentiable."""
+    """A new tensor holding root_rank's tensor (root_rank: a global rank). Differentiable."""
     check_tensor(tensor, "broadcast")
     if tensor.requires_grad and torch.is_grad_enabled():
-        return HorovodBroadcast.apply(tensor, root_rank, process_set)
+        return HorovodBroadcast.apply(tensor, root_rank, process_set, name)
     out = torch.empty_like(tensor, memory_format=torch.contiguous_format)
-    return synchronize(_broadcast_async(tensor.detach(), out, root_rank, process_set, "broadcast", False))
+    return synchronize(_broadcast_async(tensor.detach(), out, root_rank, process_set, "broadcast", False, name))
 
 
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     """Copies root_rank's tensor into tensor on every rank; returns it."""
-    return synchronize(_broadcast_async(tensor, tensor, root_rank, process_set, "broadcast_", False))
+    return synchronize(_broadcast_async(tensor, tensor, root_rank, process_set, "broadcast_", False, name))
 
 
 # ---- allgather -------------------------------------------------------------------------------
-def _allgather_async(tensor, process_set, what, asynchronous=True):
+def _allgather_async(tensor, process_set, what, asynchronous=True, name=None):
     comm = _comm(process_set, what)
     check_tensor(tensor, what)
+    key = _claim_name(name, process_set, what)
     tensor = tensor.contiguous()
     if tensor.dim() == 0:
         tensor = tensor.reshape(1)
@@ -428,56 +308,134 @@ def _allgather_async(tensor, process_set, what, asynchronous=True):
               ("device", tensor.device.type))
     rows = agree(comm, what, fields, rows=tensor.shape[0])
     out = tensor.new_empty((sum(rows),) + tuple(tensor.shape[1:]))
-    row_bytes = tensor[0:1].numel() * tensor.element_size() if tensor.shape[0] else \
-        int(torch.Size(tensor.shape[1:]).numel()) * tensor.element_size()
+    row_bytes = int(torch.Size(tensor.shape[1:]).numel()) * tensor.element_size()
     counts = [r * row_bytes for r in rows]
 
     def run(nb):
         return comm.allgatherv(ptr(tensor), ptr(out), counts, _lib.UINT8, stream(tensor), nonblocking=nb)
 
     req = _call(run, asynchronous)
-    return _new_handle([req] if req is not None else [], lambda: out, (tensor, out)), rows
+    _streams.keep_alive([tensor, out], _streams.current(tensor))
+    return _new_handle([req] if req is not None else [], lambda: out, (tensor, out), key), rows
 
 
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts concatenating every rank's tensor along dimension 0; returns a handle."""
-    return _allgather_async(tensor, process_set, "allgather_async")[0]
+    return _allgather_async(tensor, process_set, "allgather_async", name=name)[0]
+
+
+def _gathered_grad(grad, rows, process_set):
+    """Horovod's allgather gradient: this rank's rows of the set's average of grad."""
+    grad = allreduce(grad.contiguous(), op=Average, process_set=process_set)
+    r = _comm(process_set, "allgather").rank
+    return grad.narrow(0, sum(rows[:r]), rows[r])
 
 
 class HorovodAllgather(torch.autograd.Function):
-    """allgather with a gradient: this rank's slice of the sum of the output's gradients."""
+    """allgather with Horovod's gradient: this rank's slice of the average (over the set) of
+    the output's gradients."""
 
     @staticmethod
-    def forward(ctx, tensor, process_set):
-        handle, rows = _allgather_async(tensor, process_set, "allgather", False)
-        ctx.args = (process_set, rows, _comm(process_set, "allgather").rank)
+    def forward(ctx, tensor, process_set, name):
+        handle, rows = _allgather_async(tensor, process_set, "allgather", False, name)
+        ctx.args = (process_set, rows, tensor.dim() == 0)
         return synchronize(handle)
 
     @staticmethod
     def backward(ctx, grad_output):
-        process_set, rows, r = ctx.args
-        grad = allreduce(grad_output, op=Sum, process_set=process_set)
-        return grad.narrow(0, sum(rows[:r]), rows[r]), None
+        process_set, rows, scalar = ctx.args
+        grad = _gathered_grad(grad_output, rows, process_set)
+        return (grad.reshape(()) if scalar else grad), None, None
 
 
 def allgather(tensor, name=None, process_set=global_process_set):
     """A new tensor: every rank's tensor concatenated along dimension 0 in rank order (the
-    first dimension may differ per rank, the rest of the shape and the dtype may not)."""
+    first dimension may differ per rank, the rest of the shape and the dtype may not).
+    Differentiable."""
     check_tensor(tensor, "allgather")
     if tensor.requires_grad and torch.is_grad_enabled():
-        return HorovodAllgather.apply(tensor, process_set)
-    return synchronize(_allgather_async(tensor.detach(), process_set, "allgather", False)[0])
+        return HorovodAllgather.apply(tensor, process_set, name)
+    return synchronize(_allgather_async(tensor.detach(), process_set, "allgather", False, name)[0])
+
+
+def _group_handles(handles, name, process_set, what):
+    """One handle over several (their requests, their results as a list)."""
+    key = _claim_name(name, process_set, what)
+    reqs = [r for h in handles for r in _handles[h].requests]
+    finishers = [_pop(h) for h in handles]
+    return _new_handle(reqs, lambda: [f.finish() for f in finishers], finishers, key)
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    """Starts allgather of each of tensors; one handle whose result is the list."""
+    _claim_name(name, process_set, "grouped_allgather_async")
     handles = [allgather_async(t, process_set=process_set) for t in tensors]
-    reqs = [r for h in handles for r in _handles[h].requests]
-    finishers = [_handles.pop(h) for h in handles]
-    return _new_handle(reqs, lambda: [f.finish() for f in finishers], finishers)
+    return _group_handles(handles, name, process_set, "grouped_allgather_async")
+
+
+class HorovodGroupedAllgather(torch.autograd.Function):
+    """grouped_allgather with Horovod's gradient: each input's slice of the average of its
+    output's gradient."""
+
+    @staticmethod
+    def forward(ctx, process_set, name, *tensors):
+        handle = grouped_allgather_async([t.detach() for t in tensors], name, process_set)
+        ctx.args = (process_set, [t.shape[0] if t.dim() else 1 for t in tensors])
+        return tuple(synchronize(handle))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        process_set, mine = ctx.args
+        rows = agree_rows(process_set, mine)
+        return (None, None) + tuple(_gathered_grad(g, rs, process_set) for g, rs in zip(grads, rows))
+
+
+def agree_rows(process_set, mine):
+    """For each of this rank's row counts mine[k], every rank's count for k (rank order)."""
+    comm = _comm(process_set, "grouped_allgather")
+    t = torch.zeros((comm.size, len(mine)), dtype=torch.int64)
+    t[comm.rank] = torch.tensor(mine, dtype=torch.int64)
+    t = allreduce(t, op=Sum, process_set=process_set)
+    return [t[:, k].tolist() for k in range(len(mine))]
 
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
-    return [allgather(t, process_set=process_set) for t in tensors]
+    """allgather of each of tensors (a list). Differentiable."""
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        check_tensor(t, "grouped_allgather", f"tensors[{i}]")
+    if any(t.requires_grad for t in tensors) and torch.is_grad_enabled():
+        return list(HorovodGroupedAllgather.apply(process_set, name, *tensors))
+    return synchronize(grouped_allgather_async(tensors, name, process_set))
+
+
+# ---- sparse ----------------------------------------------------------------------------------
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Starts reducing a sparse COO tensor as Horovod does: every rank's indices and values are
+    allgathered (the result holds every rank's entries, duplicates summed when coalesced), values
+    divided by the set's size for Average. Returns a function that waits and returns the sparse
+    result (Horovod's handle for this call)."""
+    if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
+        raise TypeError(f"sparse_allreduce_async: tensor must be a sparse COO torch.Tensor, got "
+                        f"{type(tensor).__name__ if not isinstance(tensor, torch.Tensor) else tensor.layout}")
+    op = resolve_op(op, None, "sparse_allreduce_async")
+    if op not in (Average, Sum):
+        raise ValueError(f"sparse_allreduce_async: op={_OP_NAMES[op]} is not Average or Sum")
+    size = _comm(process_set, "sparse_allreduce_async").size
+    # allgather concatenates along dimension 0: indices travel as (nnz, ndim).
+    indices = allgather_async(tensor._indices().t().contiguous(), name=None if name is None else f"{name}.indices",
+                              process_set=process_set)
+    values = allgather_async(tensor._values(), name=None if name is None else f"{name}.values",
+                             process_set=process_set)
+
+    def wait():
+        gathered_values = synchronize(values)
+        gathered_indices = synchronize(indices).t()
+        if op == Average:
+            gathered_values = gathered_values / size
+        return torch.sparse_coo_tensor(gathered_indices, gathered_values, tensor.size())
+
+    return wait
 
 
 # ---- reducescatter ---------------------------------------------------------------------------
@@ -486,9 +444,10 @@ def _split_rows(n, size):
     return [q + (1 if r < rem else 0) for r in range(size)]
 
 
-def _reducescatter_async(tensor, op, pre, post, process_set, what, asynchronous=True):
+def _reducescatter_async(tensor, op, pre, post, process_set, what, asynchronous=True, name=None):
     comm = _comm(process_set, what)
     code = check_tensor(tensor, what, reduce=True)
+    key = _claim_name(name, process_set, what)
     tensor = tensor.contiguous()
     if tensor.dim() == 0:
         raise ValueError(f"{what}: tensor must have at least one dimension to scatter along, got a scalar")
@@ -503,62 +462,96 @@ def _reducescatter_async(tensor, op, pre, post, process_set, what, asynchronous=
                                   post, stream(tensor), nonblocking=nb)
 
     reqs = _start(comm, what, fields, run, asynchronous)
-    return _new_handle(reqs, lambda: out, (tensor, out))
+    _streams.keep_alive([tensor, out], _streams.current(tensor))
+    return _new_handle(reqs, lambda: out, (tensor, out), key)
 
 
-def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                        process_set=global_process_set):
+def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set, prescale_factor=1.0,
+                        postscale_factor=1.0):
     op = resolve_op(op, None, "reducescatter_async")
     pre, post = _factors(prescale_factor, postscale_factor, "reducescatter_async")
-    return _reducescatter_async(tensor, op, pre, post, process_set, "reducescatter_async")
+    return _reducescatter_async(tensor, op, pre, post, process_set, "reducescatter_async", name=name)
+
+
+def _scattered_grad(grad, op, pre, post, process_set):
+    """Horovod's reducescatter gradient: the allgather of grad, times the set's size for Sum
+    and times the factors."""
+    if op == Sum:
+        grad = grad * _comm(process_set, "reducescatter").size
+    if pre != 1.0:
+        grad = grad * pre
+    if post != 1.0:
+        grad = grad * post
+    return allgather(grad.contiguous(), process_set=process_set)
 
 
 class HorovodReducescatter(torch.autograd.Function):
-    """reducescatter with a gradient: the allgather of the output's gradients (divided by the
-    set's size for Average)."""
+    """reducescatter with Horovod's gradient (_scattered_grad)."""
 
     @staticmethod
-    def forward(ctx, tensor, op, pre, post, process_set):
-        ctx.args = (op, process_set)
-        return synchronize(_reducescatter_async(tensor, op, pre, post, process_set, "reducescatter", False))
+    def forward(ctx, tensor, op, pre, post, process_set, name):
+        ctx.args = (op, pre, post, process_set)
+        return synchronize(_reducescatter_async(tensor, op, pre, post, process_set, "reducescatter", False, name))
 
     @staticmethod
     def backward(ctx, grad_output):
-        op, process_set = ctx.args
-        grad = allgather(grad_output, process_set=process_set)
-        if op == Average:
-            grad = grad / _comm(process_set, "reducescatter").size
-        return grad, None, None, None, None
+        return (_scattered_grad(grad_output, *ctx.args),) + (None,) * 5
 
 
-def reducescatter(tensor, name=None, compression=Compression.none, op=Average, prescale_factor=1.0,
-                  postscale_factor=1.0, process_set=global_process_set):
+def reducescatter(tensor, name=None, compression=Compression.none, op=Average, process_set=global_process_set,
+                  prescale_factor=1.0, postscale_factor=1.0):
     """This rank's rows of the reduction of tensor: dimension 0 split evenly over the ranks of the
     set, the first ranks taking one more row each when it does not divide. Differentiable."""
     op, pre, post, compressed, ctx, differentiable = _reduction_input(
         tensor, op, None, prescale_factor, postscale_factor, compression, "reducescatter")
     if differentiable:
-        out = HorovodReducescatter.apply(compressed, op, pre, post, process_set)
+        out = HorovodReducescatter.apply(compressed, op, pre, post, process_set, name)
     else:
         out = synchronize(_reducescatter_async(compressed.detach(), op, pre, post, process_set,
-                                               "reducescatter", False))
+                                               "reducescatter", False, name))
     return compression.decompress(out, ctx)
 
 
-def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average, prescale_factor=1.0,
-                          postscale_factor=1.0, process_set=global_process_set):
-    return [reducescatter(t, compression=compression, op=op, prescale_factor=prescale_factor,
-                          postscale_factor=postscale_factor, process_set=process_set) for t in tensors]
-
-
-def grouped_reducescatter_async(tensors, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                                process_set=global_process_set):
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
+                                prescale_factor=1.0, postscale_factor=1.0):
+    """Starts reducescatter of each of tensors; one handle whose result is the list."""
+    _claim_name(name, process_set, "grouped_reducescatter_async")
     handles = [reducescatter_async(t, op=op, prescale_factor=prescale_factor,
                                    postscale_factor=postscale_factor, process_set=process_set)
                for t in tensors]
-    reqs = [r for h in handles for r in _handles[h].requests]
-    finishers = [_handles.pop(h) for h in handles]
-    return _new_handle(reqs, lambda: [f.finish() for f in finishers], finishers)
+    return _group_handles(handles, name, process_set, "grouped_reducescatter_async")
+
+
+class HorovodGroupedReducescatter(torch.autograd.Function):
+    """grouped_reducescatter with Horovod's gradient (_scattered_grad of each)."""
+
+    @staticmethod
+    def forward(ctx, op, pre, post, process_set, name, *tensors):
+        ctx.args = (op, pre, post, process_set)
+        return tuple(synchronize(grouped_reducescatter_async([t.detach() for t in tensors], name, op, process_set,
+                                                             pre, post)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None,) * 5 + tuple(_scattered_grad(g, *ctx.args) for g in grads)
+
+
+def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
+                          process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """reducescatter of each of tensors (a list). Differentiable."""
+    tensors = list(tensors)
+    op = resolve_op(op, None, "grouped_reducescatter")
+    pre, post = _factors(prescale_factor, postscale_factor, "grouped_reducescatter")
+    packed = [compression.compress(t) for t in tensors]
+    wires = [w for w, _ in packed]
+    for i, w in enumerate(wires):
+        check_tensor(w, "grouped_reducescatter", f"tensors[{i}]", reduce=True)
+    if any(w.requires_grad for w in wires) and torch.is_grad_enabled():
+        outs = list(HorovodGroupedReducescatter.apply(op, pre, post, process_set, name, *wires))
+    else:
+        outs = synchronize(grouped_reducescatter_async([w.detach() for w in wires], name, op, process_set, pre,
+                                                       post))
+    return [compression.decompress(o, c) for o, (_, c) in zip(outs, packed)]
 
 
 # ---- barrier, join ---------------------------------------------------------------------------
@@ -566,7 +559,8 @@ def barrier(process_set=global_process_set):
     """Returns when every rank of the set has reached it (after its earlier collectives)."""
     comm = _comm(process_set, "barrier")
     comm.set_check(False)
-    _call(comm.barrier)
+    with waiting("barrier"):
+        _call(comm.barrier)
 
 
 def join(device=-1):

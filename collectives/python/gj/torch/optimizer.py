@@ -19,12 +19,13 @@ order, whatever order its hooks fire in and whichever gradients it has:
 import contextlib
 import os
 import threading
+import warnings
 
 import torch
 
 from .. import _lib
 from .._lib import GjError
-from . import _basics, mpi_ops
+from . import _agreement, _basics, _streams, mpi_ops
 from ._basics import global_process_set
 from ._buckets import DEFAULT_BUCKET_BYTES, plan_buckets
 from ._tensor import check_tensor, ptr, stream
@@ -48,29 +49,43 @@ def _bucket_bytes():
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
+    _gj_distributed = True  # broadcast_optimizer_state takes the base class's step
+
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
                  gradient_predivide_factor, groups, sparse_as_dense, process_set):
         super(self.__class__, self).__init__(params)
         what = "DistributedOptimizer"
-        self._comm = _basics.comm_of(process_set, what)
         self._compression = compression
-        self._sparse_as_dense = sparse_as_dense
+        self._sparse_as_dense = self.sparse_as_dense = sparse_as_dense
         if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
             raise ValueError(f"{what}: backward_passes_per_step={backward_passes_per_step!r} must be an int >= 1")
         self.backward_passes_per_step = backward_passes_per_step
-        op = mpi_ops.resolve_op(op, None, what)
+        self.op = op = mpi_ops.resolve_op(op, None, what)
         if gradient_predivide_factor != 1.0 and op != mpi_ops.Average:
             raise ValueError(f"{what}: gradient_predivide_factor={gradient_predivide_factor} needs op=Average")
         if gradient_predivide_factor <= 0:
             raise ValueError(f"{what}: gradient_predivide_factor={gradient_predivide_factor} must be > 0")
+        self.gradient_predivide_factor = gradient_predivide_factor
         self._op = mpi_ops._GJ_OPS[op]
         self._prescale = 1.0 / gradient_predivide_factor
         self._postscale = float(gradient_predivide_factor)
 
         self._params = [p for g in self.param_groups for p in g["params"]]
-        self._names = _names(named_parameters, self._params, what)
+        self._names = _names(named_parameters, self.param_groups, self._params, what)
         if len({id(p) for p in self._params}) != len(self._params):
             raise ValueError(f"{what}: a parameter appears in more than one param group")
+        # Horovod's attributes, which scripts and libraries read.
+        self._parameter_names = {p: n for p, n in zip(self._params, self._names)}
+        self.process_set = process_set
+        self._groups = groups
+        self._synchronized = False
+        self._should_synchronize = True
+        _basics.registered(process_set, what)
+        if not process_set.included():
+            # As in Horovod: a rank outside the set neither reduces nor waits; step() steps.
+            self._comm = None
+            return
+        self._comm = _basics.comm_of(process_set, what)
         wire = [self._wire_dtype(p) for p in self._params]
         for p, name in zip(self._params, self._names):
             check_tensor(torch.empty(0, dtype=p.dtype, device=p.device), what, f"parameter {name!r}", reduce=True)
@@ -84,7 +99,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # frozen or unused parameter never holds back the buckets after it; should one get a
         # gradient after all, it is reduced at synchronize, after the flag exchange says so.
         self._skip = frozenset()
-        mpi_ops.agree(self._comm, what, (
+        _agreement.agree(self._comm, what, (
             ("parameters", tuple((tuple(p.shape), str(p.dtype)) for p in self._params)),
             ("buckets", tuple(tuple(b) for b in self._buckets)), ("op", op),
             ("backward_passes_per_step", backward_passes_per_step),
@@ -93,7 +108,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
         self._lock = threading.RLock()
         self._grad_accs = {}
-        self._should_synchronize = True
         self._reset_step()
         self._register_hooks()
 
@@ -117,6 +131,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # ---- per-step state ----------------------------------------------------------------
     def _reset_step(self):
         self._counts = [0] * len(self._params)
+        self._grad_streams = {}  # index -> the stream its gradient was produced on (CUDA)
         self._step_buckets = [m for m in ([i for i in b if i not in self._skip] for b in self._buckets) if m]
         self._bucket_of = {i: b for b, members in enumerate(self._step_buckets) for i in members}
         self._missing = [len(b) for b in self._step_buckets]
@@ -149,6 +164,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  "tensors only: pass sparse_as_dense=True to DistributedOptimizer")
             p.grad = p.grad.to_dense()
         self._counts[i] += 1
+        if p.grad is not None:
+            self._grad_streams[i] = _streams.current(p.grad)
         if self._counts[i] == self.backward_passes_per_step:
             b = self._bucket_of.get(i)
             if b is None:  # skipped this step: reduced at synchronize if any rank has it
@@ -163,6 +180,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return p.grad is not None and (self._counts[i] > 0 or i not in self._grad_accs)
 
     def _issue(self, members):
+        # The bucket runs on this thread's current stream, after every member's gradient stream.
+        issue_stream = _streams.current(self._params[members[0]])
+        _streams.order_after(issue_stream, [self._grad_streams.get(i) for i in members])
         items = []
         for i in members:
             p = self._params[i]
@@ -187,12 +207,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                                nonblocking=True)
         except GjError as e:
             raise HorovodInternalError.wrap(e) from None
+        _streams.keep_alive(wires, issue_stream)
         self._inflight.append((req, items))
 
     # ---- public API ----------------------------------------------------------------------
     def synchronize(self):
         """Issues the buckets not issued yet and waits for every reduction; afterwards each
         parameter's .grad is the reduced gradient (see the module docstring)."""
+        if self._comm is None:  # a rank outside the process set
+            self._synchronized = True
+            return
         with self._lock:
             while self._next_bucket < len(self._step_buckets):
                 self._issue(self._step_buckets[self._next_bucket])
@@ -202,7 +226,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             try:
                 flag_req = self._comm.allreduce(ptr(fired), ptr(fired), fired.numel(), _lib.UINT8, _lib.MAX,
                                                 nonblocking=True)
-                flag_req.wait()
+                with _basics.waiting("DistributedOptimizer.synchronize"):
+                    flag_req.wait()
                 late = [i for i in sorted(self._skip, reverse=True) if fired[i]]
                 by_kind = {}
                 for i in late:
@@ -229,6 +254,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._skip = frozenset(i for i in range(len(self._params)) if not fired[i])
             self._reset_step()
             self._register_hooks()
+            self._synchronized = True
 
     @contextlib.contextmanager
     def skip_synchronize(self):
@@ -241,10 +267,18 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def step(self, closure=None):
         if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() after "
+                              "optimizer.synchronize(): the gradients are reduced a second time (the "
+                              "step's flag exchange and any late gradient); use `with "
+                              "optimizer.skip_synchronize(): optimizer.step()` after synchronize()")
             self.synchronize()
+        self._synchronized = False
         return super(self.__class__, self).step(closure)
 
     def zero_grad(self, *args, **kwargs):
+        if self._comm is None:
+            return super(self.__class__, self).zero_grad(*args, **kwargs)
         if self._inflight or any(self._counts):
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before "
                                  "optimizer.step() or optimizer.synchronize(); the gradients are being "
@@ -258,9 +292,9 @@ def _dtype(t):
     return DTYPES[t.dtype]
 
 
-def _names(named_parameters, params, what):
-    if named_parameters is None:
-        return [f"allreduce.noname.{i}" for i in range(len(params))]
+def _names(named_parameters, param_groups, params, what):
+    if named_parameters is None:  # Horovod's names
+        return [f"allreduce.noname.{i}.{j}" for i, g in enumerate(param_groups) for j in range(len(g["params"]))]
     named = list(named_parameters)
     for k, item in enumerate(named):
         if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
@@ -280,12 +314,19 @@ def _names(named_parameters, params, what):
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=mpi_ops.Average, gradient_predivide_factor=1.0,
-                         groups=None, sparse_as_dense=False, process_set=global_process_set):
+                         num_groups=0, groups=None, sparse_as_dense=False, process_set=global_process_set):
     """Wraps optimizer (any torch.optim optimizer) so that step() first averages the gradients
     across the process set (op Average; Sum, Min, Max, Product also work). The result is an
-    instance of a subclass of optimizer's class, holding its param groups and state."""
+    instance of a subclass of optimizer's class, holding its param groups and state. On a rank
+    outside process_set it reduces nothing (step() is the optimizer's own), as in Horovod.
+    num_groups: Horovod's deprecated name of groups=N."""
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"DistributedOptimizer: optimizer={optimizer!r:.80} is not a torch.optim.Optimizer")
+    if num_groups:
+        warnings.warn("DistributedOptimizer: num_groups= is deprecated; use groups=", DeprecationWarning,
+                      stacklevel=2)
+        if groups is None:
+            groups = num_groups
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
                   gradient_predivide_factor, groups, sparse_as_dense, process_set)
