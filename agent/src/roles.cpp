@@ -21,6 +21,7 @@
 #include "sys/host_facts.h"
 #include "host_name.h"
 #include "sys/capture.h"
+#include "sys/cpu_facts.h"
 #include "sys/spawn.h"
 #include "sys/supervise.h"
 #include "sys/termination_log.h"
@@ -174,6 +175,9 @@ int run_master(const JobSpec& spec_in, const EnvMap& env, const CommandLine& cli
   for (const auto& w : plan.warnings) spdlog::warn("{}", w);
   const bool first_rank_here = !plan.hosts.empty() && (plan.hosts.front().host == spec.master_host ||
                                                        (mpijob && is_this_pod(plan.hosts.front().host, spec.pod_name)));
+  const CpuFactsRead cpu = read_cpu_facts();
+  for (const auto& note : cpu.notes) spdlog::debug("cpu facts: {}", note);
+  add_cpu_policy(plan, spec, spec.master_host, env, cpu.facts);
   if (s.rank_env) add_rank_env(plan, self_executable(), env, choose_master_port(first_rank_here, spec.master_host));
 
   const Flavour flavour = mpijob ? mpijob_flavour(s, me, cli.dry_run) : choose_flavour(s, cli.dry_run);
@@ -197,6 +201,8 @@ int run_master(const JobSpec& spec_in, const EnvMap& env, const CommandLine& cli
 
   spdlog::info("MPI_HOSTS={}", hosts_argument(plan.hosts));
   spdlog::info("MPI_NP={} ({}, {})", plan.np, to_string(plan.layout), to_string(flavour.flavour));
+  spdlog::info("cpu binding: {}", plan.binding.reason);
+  spdlog::info("threads: {}", threads_summary(plan));
   SshdSetup sshd = sshd_setup(s, env);
   // Our own sshd first: the master's host is in the host list in most layouts and the
   // readiness gate waits for it like for any worker.
@@ -250,7 +256,7 @@ int run_master(const JobSpec& spec_in, const EnvMap& env, const CommandLine& cli
 int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   if (args.size() < 3 || args[1] != "--")
     throw AgentError{exit_code::kUsage, std::string("usage: gj-mpirun ") + kRankExecFlag + " <spec> -- <command...>"};
-  const RankEnv re = rank_environment(env, decode_rank_env_spec(args[0]));
+  const RankEnv re = rank_environment(env, decode_rank_env_spec(args[0]), read_cpu_facts().facts);
   for (const auto& w : re.warnings) spdlog::warn("{}", w);
   for (const auto& [name, value] : re.set) ::setenv(name.c_str(), value.c_str(), 1);
   // Shell startup files of the ssh session (~/.bashrc of pyenv or conda images) may have put
