@@ -178,12 +178,13 @@ std::int64_t planned_threads(const LaunchPlan& plan, std::size_t i) {
   return threads_per_rank(plan.pod_cpus[i], plan.hosts[i].slots);
 }
 
-void add_rank_env(LaunchPlan& plan, const std::string& self, const EnvMap& env, const MasterPort& port) {
+void add_rank_env(LaunchPlan& plan, const std::string& self, const EnvMap& env, const MasterPort& port,
+                  const std::string& first_host) {
   if (plan.hosts.empty()) return;
   std::vector<std::int64_t> slots;
   slots.reserve(plan.hosts.size());
   for (const auto& h : plan.hosts) slots.push_back(h.slots);
-  plan.rank_env = master_rank_env_spec(slots, plan.hosts.front().host, env, port.port, port.how, &plan.rank_env_origin);
+  plan.rank_env = master_rank_env_spec(slots, first_host, env, port.port, port.how, &plan.rank_env_origin);
   plan.rank_env->cpus = plan.pod_cpus;
   plan.rank_env->cpus.resize(plan.hosts.size(), 0);
   plan.command = rank_exec_command(self, *plan.rank_env, plan.command);

@@ -79,7 +79,9 @@ std::int64_t planned_threads(const LaunchPlan& plan, std::size_t i);
 
 // Wraps plan.command in the rank-exec mode of `self` (this gj-mpirun binary, same path in every
 // pod) so that every rank gets RANK, WORLD_SIZE, ... (rank_env.h).
-void add_rank_env(LaunchPlan& plan, const std::string& self, const EnvMap& env, const MasterPort& port);
+// first_host: the first rank's host as the other pods resolve it (rendezvous_host in mpijob.h).
+void add_rank_env(LaunchPlan& plan, const std::string& self, const EnvMap& env, const MasterPort& port,
+                  const std::string& first_host);
 
 // `MPI_HOSTS` as the platform example prints it: "h:s,h:s".
 std::string hosts_argument(const std::vector<HostSlots>& hosts);

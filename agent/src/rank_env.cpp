@@ -1,7 +1,11 @@
 #include "rank_env.h"
 
+#include <algorithm>
+
 #include "agent_error.h"
 #include "exit_codes.h"
+#include "host_name.h"
+#include "ip_address.h"
 #include "quote.h"
 #include "value_parsers.h"
 
@@ -27,6 +31,9 @@ std::vector<std::string> split(const std::string& s, char sep) {
   out.push_back(cur);
   return out;
 }
+
+// Far more hosts than any job has; a spec beyond it is not one gj-mpirun wrote.
+constexpr std::int64_t kMaxRankExecHosts = 1 << 20;
 
 bool is_decimal(const std::string& s) {
   return !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
@@ -62,6 +69,7 @@ RankEnvSpec decode_rank_env_spec(const std::string& text) {
   if (spec.master_addr.empty()) bad_spec(text, "empty master address");
   try {
     spec.master_port = parse_port("master port", parts[1]);
+    std::int64_t total_hosts = 0;
     for (std::size_t i = 2; i < parts.size(); ++i) {
       const auto star = parts[i].find('*');
       if (star == std::string::npos) bad_spec(text, "slot run " + quoted_value(parts[i]) + " lacks '*'");
@@ -70,7 +78,9 @@ RankEnvSpec decode_rank_env_spec(const std::string& text) {
       const std::int64_t slots = parse_count("slots", head.substr(0, slash));
       const std::int64_t cpus = slash == std::string::npos ? 0 : parse_count("cpus", head.substr(slash + 1));
       const std::int64_t hosts = parse_count("hosts", parts[i].substr(star + 1));
-      if (hosts > (1 << 24)) bad_spec(text, "too many hosts");
+      total_hosts += std::min<std::int64_t>(hosts, kMaxRankExecHosts + 1);
+      if (total_hosts > kMaxRankExecHosts)
+        bad_spec(text, "more than " + std::to_string(kMaxRankExecHosts) + " hosts in all");
       spec.slots.insert(spec.slots.end(), static_cast<std::size_t>(hosts), slots);
       spec.cpus.insert(spec.cpus.end(), static_cast<std::size_t>(hosts), cpus);
     }
@@ -134,9 +144,24 @@ RankEnv rank_environment(const EnvMap& env, const RankEnvSpec& spec, const CpuFa
                                                                          : 1;
     want.emplace_back("OMP_NUM_THREADS", std::to_string(threads_per_rank(*cpus, ranks_here)));
   }
+  std::vector<std::string> contradicting;
   for (auto& [name, value] : want) {
-    if (env.count(name) != 0) out.kept.push_back(name);
-    else out.set.emplace_back(std::move(name), std::move(value));
+    const auto yours = env_value(env, name);  // empty means unset, as everywhere
+    if (!yours) {
+      out.set.emplace_back(std::move(name), std::move(value));
+      continue;
+    }
+    out.kept.push_back(name);
+    const bool mpi_says = name == "RANK" || name == "WORLD_SIZE" || name == "LOCAL_RANK" || name == "LOCAL_WORLD_SIZE";
+    if (mpi_says && *yours != value) contradicting.push_back(quoted_setting(name, *yours) + " (MPI: " + value + ")");
+  }
+  if (!contradicting.empty()) {
+    std::string list;
+    for (const auto& c : contradicting) list += (list.empty() ? "" : ", ") + c;
+    out.warnings.push_back("your " + list + " contradict" + (contradicting.size() == 1 ? "s" : "") +
+                           " what MPI gives this rank and " + (contradicting.size() == 1 ? "is" : "are") +
+                           " kept, so ranks may claim the same rank; unset " +
+                           (contradicting.size() == 1 ? "it" : "them") + " in the job's environment");
   }
   return out;
 }
@@ -148,6 +173,11 @@ RankEnvSpec master_rank_env_spec(const std::vector<std::int64_t>& slots, const s
   spec.slots = slots;
   RankEnvOrigin o{"the first rank's host", port_how};
   if (const auto addr = env_value(env, "MASTER_ADDR")) {
+    if (!parse_ip(*addr) && !is_valid_host_name(*addr))
+      throw AgentError{exit_code::kBadEnvironment,
+                       quoted_setting("MASTER_ADDR", *addr) + " is neither an IP address nor a valid DNS host name (" +
+                           dns_name_problem(*addr) + "); set it to the host of rank 0, or unset it to let gj-mpirun "
+                           "use the first rank's host"};
     spec.master_addr = *addr;
     o.addr = "MASTER_ADDR set on the master";
   } else {

@@ -832,6 +832,46 @@ def test_master_port_half_taken(sb):
         foreign.close()
 
 
+def test_hostile_log_values(sb):
+    """Issue #27 items 1-3: a script argument with a newline or escape cannot forge a log line (the
+    master's "running:" line escapes it like every value); the pod name in the log prefix follows
+    the same rule (non-UTF-8 bytes escaped, over 200 bytes shortened); MASTER_ADDR from the
+    environment must be a host name or an address (exit 3 naming it, in the dry run too)."""
+    env = sb.env(master_cpu="1", worker_cpu="1")
+    r = sb.run([sb.script, "ok\n[gj-mpirun master@job-master-0 error] forged", "\x1b[31mred"], env)
+    expect_rc(r, 0, "exec with hostile arguments")
+    running = [l for l in r.stderr.splitlines() if "running:" in l]
+    check(len(running) == 1, f"one running line: {r.stderr}")
+    check("ok\\n[gj-mpirun master@job-master-0 error] forged" in running[0] and "\\x1bred" not in running[0]
+          and "\\x1b[31mred" in running[0], running[0])
+    check(not any(l.startswith("[gj-mpirun master@job-master-0 error] forged") for l in r.stderr.splitlines()),
+          r.stderr)
+    check("\x1b" not in r.stderr, "a raw escape reached the log")
+    check(sb.recorded("mpiexec")[-2:] == ["ok\n[gj-mpirun master@job-master-0 error] forged", "\x1b[31mred"],
+          "the arguments themselves reach mpiexec unchanged")
+
+    for pod, shown in ((b"job-\xff\xfe-0", "job-\\xff\\xfe-0"), (b"p" * 100000, "p" * 200 + "... (100000 bytes)")):
+        env = {k.encode(): v.encode() for k, v in sb.env().items()}
+        env[b"GJ_TRAINING_POD_NAME"] = pod
+        env[b"GJ_MASTER_HOST"] = b"job-master-0.job"
+        r = subprocess.run([GJ, "--dry-run", "--mpi", "openmpi", "--log-level", "debug", sb.script], env=env,
+                           capture_output=True, timeout=20)
+        err = r.stderr.decode("utf-8", "strict") if all(b < 0x80 for b in r.stderr) else None
+        check(err is not None, f"non-ASCII bytes in the log: {r.stderr[:300]!r}")
+        lines = [l for l in err.splitlines() if l.startswith("[gj-mpirun master@")]
+        check(lines, f"no log line with the prefix: {err[:500]}")
+        check(all(l.startswith(f"[gj-mpirun master@{shown} ") for l in lines), f"prefix: {lines[0][:300]}")
+        check(all(len(l) < 2000 for l in lines), "a log line is longer than 2000 bytes")
+
+    for bad in ("a,b", "m\nx"):
+        env = sb.env()
+        env["MASTER_ADDR"] = bad
+        for dry in (["--dry-run"], []):
+            r = sb.run(dry + [sb.script], env)
+            expect_rc(r, 3, f"MASTER_ADDR={bad!r} {dry}")
+            check("MASTER_ADDR=" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr)
+
+
 def test_exec_argv(sb):
     env = sb.env(master_cpu="2", worker_cpu="2")
     env["OMP_NUM_THREADS"] = "3"

@@ -169,6 +169,7 @@ class Gate {
       for (int e = 0; e < n; ++e) dispatch(events[e].data.u64, now);
       handle_resolutions(now);
     }
+    describe_unfinished_probes();
     ReadinessReport report;
     report.all_ready = ready_ == probes_.size();
     report.elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
@@ -177,6 +178,36 @@ class Gate {
   }
 
  private:
+  // A host whose probe was still running at the deadline has no recorded result yet: say what
+  // that probe had seen, not "not probed yet".
+  void describe_unfinished_probes() {
+    for (std::size_t i = 0; i < probes_.size(); ++i) {
+      if (status_[i].state == HostState::Ready || !status_[i].detail.empty()) continue;
+      const Probe& p = probes_[i];
+      switch (p.phase) {
+        case Phase::Resolving: {
+          const std::string seen = resolver_->in_flight_note(i);
+          status_[i].state = HostState::Unresolvable;
+          status_[i].detail = "name lookup still unanswered at the deadline" + (seen.empty() ? "" : ": " + seen);
+          break;
+        }
+        case Phase::ConnectQueued:
+        case Phase::Connecting:
+          status_[i].state = HostState::TimedOut;
+          status_[i].detail = "TCP connect still pending at the deadline" +
+                              (p.phase == Phase::Connecting ? " (" + where(p) + ")" : std::string());
+          break;
+        case Phase::LoginQueued:
+        case Phase::LoggingIn:
+          status_[i].state = HostState::SshFailed;
+          status_[i].detail = "TCP ok; the ssh login check was still running at the deadline";
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
   void set_timer(std::size_t i, Clock::time_point at) {
     timers_.push({at, i, ++probes_[i].timer_generation});
   }
