@@ -237,6 +237,7 @@ void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
   ReadinessOptions options;
   options.deadline = std::chrono::seconds(s.ready_timeout_s);
   options.port = s.ssh_port;
+  options.ssh_identification = true;  // a healthy worker logs no kex_exchange_identification error
   if (s.ssh_check) {
     options.ssh_login_prefix = {"ssh"};
     const auto args = ssh_client_args(req.ssh);
