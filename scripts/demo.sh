@@ -13,7 +13,9 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 build=${GJ_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)" --target gj-mpirun train mh_probe gj_python
+# What the demo runs, plus what `cmake --install "$build"` installs (the collectives libraries,
+# shared and static), so that installing from this build works afterwards.
+cmake --build "$build" -j"$(nproc)" --target gj-mpirun train mh_probe gj_python gj_collectives gj_collectives_static
 
 train=$(pwd)/$build/examples/cpp-train/train
 echo

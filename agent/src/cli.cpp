@@ -35,8 +35,9 @@ struct Parser {
     for (const Setting& row : settings_table()) {
       for (const SettingFlag& f : row.flags) {
         const std::string var = row.variable;
+        const std::string shown_default = row.shown_default().empty() ? "" : "; default " + row.shown_default();
         if (f.implied == nullptr) {
-          std::string desc = std::string(row.help) + " (" + var + ")";
+          std::string desc = std::string(row.help) + " (" + var + shown_default + ")";
           if (row.type == SettingType::List) {
             app.add_option_function<std::vector<std::string>>(
                 f.name, [this, var](const std::vector<std::string>& v) { flags[var] = v; }, desc);
@@ -45,7 +46,8 @@ struct Parser {
                 f.name, [this, var](const std::string& v) { flags[var].push_back(v); }, desc);
           }
         } else {
-          const std::string desc = std::string(row.help) + " (" + var + "=" + f.implied + ")";
+          const std::string desc = std::string(f.help != nullptr ? f.help : row.help) + " (" + var + "=" + f.implied +
+                                   "; default " + var + "=" + row.shown_default() + ")";
           app.add_flag_callback(
               f.name,
               [this, var, name = std::string(f.name), value = std::string(f.implied)] {

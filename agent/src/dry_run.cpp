@@ -1,5 +1,6 @@
 #include "dry_run.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "env_forwarding.h"
@@ -140,6 +141,39 @@ static std::string rank_env_text(const MasterDryRun& d) {
          "# rank env: MASTER_PORT=" + std::to_string(r.master_port) + " (" + d.plan.rank_env_origin.port + ")\n";
 }
 
+std::string threads_summary(const LaunchPlan& plan) {
+  if (plan.user_threads)
+    return "OMP_NUM_THREADS=" + loggable_value("OMP_NUM_THREADS", *plan.user_threads) +
+           " (yours, set on the master); a rank keeps the OMP_NUM_THREADS its environment has";
+  struct Group {
+    std::int64_t cpus, slots;
+    std::string first_host;
+    std::size_t hosts;
+  };
+  std::vector<Group> groups;
+  for (std::size_t i = 0; i < plan.hosts.size(); ++i) {
+    const std::int64_t cpus = i < plan.pod_cpus.size() ? plan.pod_cpus[i] : 0;
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const Group& x) { return x.cpus == cpus && x.slots == plan.hosts[i].slots; });
+    if (g == groups.end()) groups.push_back({cpus, plan.hosts[i].slots, plan.hosts[i].host, 1});
+    else ++g->hosts;
+  }
+  std::string out;
+  for (const auto& g : groups) {
+    if (!out.empty()) out += ", ";
+    const std::string where = g.hosts == 1 ? "on " + g.first_host
+                                           : "on each of " + std::to_string(g.hosts) + " hosts like " + g.first_host;
+    const std::string ranks = std::to_string(g.slots) + " rank(s)";
+    if (g.cpus > 0)
+      out += "OMP_NUM_THREADS=" + std::to_string(threads_per_rank(g.cpus, g.slots)) + " " + where + " (" +
+             std::to_string(g.cpus) + " CPU(s) / " + ranks + ")";
+    else
+      out += "OMP_NUM_THREADS from the pod's cgroup quota / its ranks " + where + " (its CPU limit is not known here)";
+  }
+  if (plan.rank_env) out += "; a rank lowers it where its own pod's cgroup quota is smaller";
+  return out;
+}
+
 std::string master_dry_run_text(const MasterDryRun& d) {
   std::string out;
   out += "MPI_HOSTS=" + hosts_argument(d.plan.hosts) + "\n";
@@ -155,6 +189,8 @@ std::string master_dry_run_text(const MasterDryRun& d) {
   if (d.keys_at_run_time) out += "# ssh: -i <copied key> is added for each client key found at run time\n";
   for (const auto& n : d.plan.notes) out += "# " + n + "\n";
   out += rank_env_text(d);
+  out += "# cpu binding: " + d.plan.binding.reason + "\n";
+  out += "# threads: " + threads_summary(d.plan) + "\n";
   for (const auto& w : d.plan.warnings) out += "# warning: " + w + "\n";
   out += env_prefix(d.command) + shell_join(redacted_argv(d.command.argv)) + "\n";
   return out;
@@ -167,7 +203,9 @@ std::string master_dry_run_json(const MasterDryRun& d) {
   out += ",\"hosts\":[";
   for (std::size_t i = 0; i < d.plan.hosts.size(); ++i) {
     if (i != 0) out += ',';
-    out += "{\"host\":" + json_string(d.plan.hosts[i].host) + ",\"slots\":" + std::to_string(d.plan.hosts[i].slots) + "}";
+    const std::int64_t threads = d.plan.user_threads ? 0 : planned_threads(d.plan, i);
+    out += "{\"host\":" + json_string(d.plan.hosts[i].host) + ",\"slots\":" + std::to_string(d.plan.hosts[i].slots) +
+           ",\"omp_num_threads\":" + (threads > 0 ? std::to_string(threads) : "null") + "}";
   }
   out += "],\"np\":" + std::to_string(d.plan.np);
   out += ",\"argv\":" + json_array(redacted_argv(d.command.argv));
@@ -192,6 +230,9 @@ std::string master_dry_run_json(const MasterDryRun& d) {
   } else {
     out += "null";
   }
+  out += ",\"binding\":{\"mode\":" + json_string(to_string(d.plan.binding.mode)) +
+         ",\"reason\":" + json_string(d.plan.binding.reason) + "}";
+  out += ",\"threads\":" + json_string(threads_summary(d.plan));
   out += ",\"warnings\":" + json_array(d.plan.warnings);
   return out + "}\n";
 }

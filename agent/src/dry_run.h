@@ -31,6 +31,10 @@ struct MasterDryRun {
   bool keys_at_run_time;       // the -i options of copied client keys are added at run time
 };
 
+// One line: the OMP_NUM_THREADS every rank gets and why (the user's value, or the pod's CPUs
+// divided among its ranks, grouped by host shape).
+std::string threads_summary(const LaunchPlan& plan);
+
 std::string master_dry_run_text(const MasterDryRun& d);
 std::string master_dry_run_json(const MasterDryRun& d);
 

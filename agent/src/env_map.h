@@ -4,6 +4,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gj {
 
@@ -15,6 +17,17 @@ inline std::optional<std::string> env_value(const EnvMap& env, const std::string
   const auto it = env.find(name);
   if (it == env.end() || it->second.empty()) return std::nullopt;
   return it->second;
+}
+
+// The environment block a program is started with ("NAME=value" entries, as execve takes them):
+// `env` with `overrides` set on top.
+inline std::vector<std::string> environment_block(EnvMap env,
+                                                  const std::vector<std::pair<std::string, std::string>>& overrides) {
+  for (const auto& [name, value] : overrides) env[name] = value;
+  std::vector<std::string> block;
+  block.reserve(env.size());
+  for (const auto& [name, value] : env) block.push_back(name + "=" + value);
+  return block;
 }
 
 }  // namespace gj

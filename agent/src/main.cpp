@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
     gj::AgentSettings settings = gj::resolve_settings(env, cli.flags);
     gj::setup_logging("", settings.log_level);
     const gj::JobSpec spec = gj::parse_job_spec(env, std::move(settings));
-    gj::setup_logging(std::string(gj::to_string(spec.role)) + "@" + (spec.pod_name.empty() ? "?" : spec.pod_name),
+    // The pod name is an outside value: escaped and shortened like every value in a message.
+    gj::setup_logging(std::string(gj::to_string(spec.role)) + "@" + (spec.pod_name.empty() ? "?" : gj::escaped_value(spec.pod_name)),
                       spec.settings.log_level);
     return spec.role == gj::Role::Worker ? gj::run_worker(spec, env, cli) : gj::run_master(spec, env, cli);
   } catch (const gj::AgentError& e) {

@@ -57,6 +57,7 @@ MpiexecCommand openmpi_command(const LaunchPlan& plan, const MpiexecRequest& req
   append(a, {mca, v5 ? "plm_ssh_args" : "plm_rsh_args", join(ssh_client_args(req.ssh), " ")});
   append(a, {mca, v5 ? "plm_ssh_no_tree_spawn" : "plm_rsh_no_tree_spawn", "1"});
   append(a, {mca, v5 ? "prte_keep_fqdn_hostnames" : "orte_keep_fqdn_hostnames", "1"});
+  if (plan.binding.mode == BindingMode::None) append(a, {"--bind-to", "none"});
   for (const auto& v : plan.exports) append(a, {"-x", v.value ? v.name + "=" + *v.value : v.name});
   append(a, plan.mpi_args);
   append(a, plan.command);
@@ -139,6 +140,7 @@ MpiexecCommand mpich_command(const LaunchPlan& plan, const MpiexecRequest& req) 
   if (!req.launcher_host.empty()) append(a, {"-localhost", req.launcher_host});
   // MPICH's ssh launcher takes extra ssh arguments only from this variable.
   cmd.env.emplace_back("HYDRA_LAUNCHER_EXTRA_ARGS", join(ssh_client_args(req.ssh), " "));
+  if (plan.binding.mode == BindingMode::None) append(a, {"-bind-to", "none"});
   hydra_exports(plan, a);
   append(a, plan.mpi_args);
   append(a, plan.command);
@@ -164,6 +166,8 @@ MpiexecCommand intel_command(const LaunchPlan& plan, const MpiexecRequest& req) 
              join(ssh_client_args(req.ssh), " ")});
   if (!req.launcher_host.empty()) append(a, {"-localhost", req.launcher_host});
   hydra_exports(plan, a);
+  // Intel MPI pins every rank by default; its switch is a variable of the ranks' environment.
+  if (plan.binding.mode == BindingMode::None) append(a, {"-genv", "I_MPI_PIN", "off"});
   append(a, plan.mpi_args);
   append(a, plan.command);
   return cmd;

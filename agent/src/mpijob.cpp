@@ -42,7 +42,7 @@ MpiJobEnv mpijob_env(const EnvMap& env) {
                                                      {"HYDRA_HOST_FILE", MpiFlavour::Mpich},
                                                      {"I_MPI_HYDRA_HOST_FILE", MpiFlavour::Intel}};
   for (const auto& [name, flavour] : vars) {
-    if (const auto v = env_value(env, name)) {
+    if (const auto v = read_variable(env, name); v && !v->empty()) {
       out.hostfile = *v;
       out.hostfile_variable = name;
       out.flavour = flavour;
@@ -136,6 +136,13 @@ std::string launcher_host_name(const std::string& pod_name, const std::vector<Ho
     if (dot != std::string::npos) return pod_name + h.host.substr(dot);
   }
   return pod_name;
+}
+
+std::string rendezvous_host(const std::string& first_host, const std::string& pod_name,
+                            const std::string& launcher_host) {
+  if (is_this_pod(first_host, pod_name) && first_host.find('.') == std::string::npos && !launcher_host.empty())
+    return launcher_host;
+  return first_host;
 }
 
 LaunchPlan plan_mpijob(const JobSpec& spec, const std::string& origin, const std::vector<HostSlots>& hosts,

@@ -51,4 +51,10 @@ bool is_this_pod(const std::string& host, const std::string& pod_name);
 // other host (".<job>.<ns>.svc"), or the pod name alone when there is no domain to borrow.
 std::string launcher_host_name(const std::string& pod_name, const std::vector<HostSlots>& hosts);
 
+// MASTER_ADDR for the ranks: the first rank's host, except when that host is the launcher under a
+// name only it can resolve (the operator's hostfile may list it as `localhost`): then the name the
+// other pods resolve it by (launcher_host).
+std::string rendezvous_host(const std::string& first_host, const std::string& pod_name,
+                            const std::string& launcher_host);
+
 }  // namespace gj

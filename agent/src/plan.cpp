@@ -144,12 +144,49 @@ LaunchPlan plan_master(const JobSpec& spec, const std::optional<HostList>& worke
   return plan;
 }
 
-void add_rank_env(LaunchPlan& plan, const std::string& self, const EnvMap& env, const MasterPort& port) {
+void add_cpu_policy(LaunchPlan& plan, const JobSpec& spec, const std::string& this_host, const EnvMap& env,
+                    const CpuFacts& this_pod) {
+  const bool volcano = spec.platform == Platform::Volcano;
+  std::optional<std::int64_t> this_allocation =
+      pod_cpu_allocation(volcano ? spec.master.cpu : 0, this_pod.quota_cpus);
+  bool ranks_elsewhere = false;
+  plan.pod_cpus.clear();
+  plan.pod_cpus.reserve(plan.hosts.size());
+  for (const auto& h : plan.hosts) {
+    const bool here = h.host == this_host;
+    ranks_elsewhere = ranks_elsewhere || !here;
+    if (here) plan.pod_cpus.push_back(this_allocation.value_or(0));
+    else plan.pod_cpus.push_back(volcano && spec.worker.cpu > 0 ? spec.worker.cpu : 0);
+  }
+  plan.binding = choose_binding(plan.mpi_args, env, this_pod, this_allocation, ranks_elsewhere);
+  plan.user_threads = env_value(env, "OMP_NUM_THREADS");
+  if (plan.user_threads || spec.settings.rank_env || plan.hosts.empty()) return;
+  const std::int64_t first = planned_threads(plan, 0);
+  for (std::size_t i = 0; i < plan.hosts.size(); ++i) {
+    if (planned_threads(plan, i) != first || first == 0) {
+      plan.warnings.push_back("OMP_NUM_THREADS is left unset: the threads per rank differ per host (or are not known "
+                              "here) and --no-rank-env leaves the ranks without gj-mpirun's wrapper that sets it per "
+                              "pod; set OMP_NUM_THREADS yourself");
+      return;
+    }
+  }
+  plan.exports.push_back({"OMP_NUM_THREADS", std::to_string(first)});
+}
+
+std::int64_t planned_threads(const LaunchPlan& plan, std::size_t i) {
+  if (i >= plan.pod_cpus.size() || plan.pod_cpus[i] <= 0) return 0;
+  return threads_per_rank(plan.pod_cpus[i], plan.hosts[i].slots);
+}
+
+void add_rank_env(LaunchPlan& plan, const std::string& self, const EnvMap& env, const MasterPort& port,
+                  const std::string& first_host) {
   if (plan.hosts.empty()) return;
   std::vector<std::int64_t> slots;
   slots.reserve(plan.hosts.size());
   for (const auto& h : plan.hosts) slots.push_back(h.slots);
-  plan.rank_env = master_rank_env_spec(slots, plan.hosts.front().host, env, port.port, port.how, &plan.rank_env_origin);
+  plan.rank_env = master_rank_env_spec(slots, first_host, env, port.port, port.how, &plan.rank_env_origin);
+  plan.rank_env->cpus = plan.pod_cpus;
+  plan.rank_env->cpus.resize(plan.hosts.size(), 0);
   plan.command = rank_exec_command(self, *plan.rank_env, plan.command);
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_binding.h"
 #include "env_forwarding.h"
 #include "env_map.h"
 #include "hosts.h"
@@ -52,6 +53,11 @@ struct LaunchPlan {
   // Set when every rank gets torchrun's variables (command then starts with `gj-mpirun --rank-exec`).
   std::optional<RankEnvSpec> rank_env;
   RankEnvOrigin rank_env_origin;
+  // CPUs (add_cpu_policy): the binding chosen, and per host (hosts order) the pod's CPU
+  // allocation as the master knows it (0: not known here; the rank reads its own pod's quota).
+  BindingChoice binding;
+  std::vector<std::int64_t> pod_cpus;
+  std::optional<std::string> user_threads;  // OMP_NUM_THREADS set on the master: it wins
 };
 
 // How the master chose MASTER_PORT (a side effect: roles.cpp asks the kernel for a free port).
@@ -60,9 +66,22 @@ struct MasterPort {
   std::string how;  // "a free port on <host> at launch", "torchrun's default ..."
 };
 
+// The CPU binding and threads per rank (cpu_binding.h). this_host: this pod's name in the host
+// list; this_pod: its affinity and cgroup quota (sys/cpu_facts.h). Volcano: a host's allocation
+// is its role's CPU limit (this pod's also lowered to its quota); MPIJob: only this pod's quota.
+// Without the rank wrapper (--no-rank-env) a per-rank OMP_NUM_THREADS that is the same on every
+// host is exported instead; one that differs per host gets a warning. Call before add_rank_env.
+void add_cpu_policy(LaunchPlan& plan, const JobSpec& spec, const std::string& this_host, const EnvMap& env,
+                    const CpuFacts& this_pod);
+
+// OMP_NUM_THREADS of the ranks of host i as planned (0: each rank decides from its pod's quota).
+std::int64_t planned_threads(const LaunchPlan& plan, std::size_t i);
+
 // Wraps plan.command in the rank-exec mode of `self` (this gj-mpirun binary, same path in every
 // pod) so that every rank gets RANK, WORLD_SIZE, ... (rank_env.h).
-void add_rank_env(LaunchPlan& plan, const std::string& self, const EnvMap& env, const MasterPort& port);
+// first_host: the first rank's host as the other pods resolve it (rendezvous_host in mpijob.h).
+void add_rank_env(LaunchPlan& plan, const std::string& self, const EnvMap& env, const MasterPort& port,
+                  const std::string& first_host);
 
 // `MPI_HOSTS` as the platform example prints it: "h:s,h:s".
 std::string hosts_argument(const std::vector<HostSlots>& hosts);

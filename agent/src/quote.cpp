@@ -55,6 +55,12 @@ std::string quoted_value(std::string_view value) {
   return out + "\"" + length_note(shown, value.size());
 }
 
+std::string escaped_value(std::string_view value) {
+  std::string out;
+  const std::size_t shown = append_escaped(out, value);
+  return out + length_note(shown, value.size());
+}
+
 std::string quoted_setting(std::string_view name, std::string_view value) {
   std::string out;
   const std::size_t shown = append_escaped(out, name);

@@ -17,6 +17,9 @@ inline constexpr std::size_t kQuotedMaxChars = 200;
 // bytes then `... (N bytes)`.
 std::string quoted_value(std::string_view value);  // not "quoted": std::quoted would win by ADL
 
+// quoted_value without the quotes, for a value that is part of a name (the log prefix's pod name).
+std::string escaped_value(std::string_view value);
+
 // NAME="value" for a message; NAME=<redacted> when the name looks like it holds a secret
 // (is_secret_name). `name` is ours or already validated; it is escaped all the same.
 std::string quoted_setting(std::string_view name, std::string_view value);

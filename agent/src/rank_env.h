@@ -1,8 +1,9 @@
 // torchrun's rank environment for every rank, whatever the MPI flavour: RANK, WORLD_SIZE,
-// LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT. mpiexec starts every rank
+// LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, and OMP_NUM_THREADS (the
+// pod's CPU allocation / its ranks, cpu_binding.h). mpiexec starts every rank
 // as `gj-mpirun --rank-exec <spec> -- <command...>` (the static binary every pod already has);
 // that small mode sets the variables from what the MPI flavour gives the rank and execs the
-// command. Pure: the exec is in main.cpp.
+// command. Pure: run_rank (roles.cpp) applies the result and sys/spawn.h execs.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu_binding.h"
 #include "env_map.h"
 
 namespace gj {
@@ -25,12 +27,14 @@ struct RankEnvSpec {
   std::string master_addr;
   int master_port = kDefaultMasterPort;
   std::vector<std::int64_t> slots;  // per host, in host order (names are not needed)
+  std::vector<std::int64_t> cpus;   // per host: the pod's CPU allocation as the master knows it; 0: not known
   bool operator==(const RankEnvSpec& o) const {
-    return master_addr == o.master_addr && master_port == o.master_port && slots == o.slots;
+    return master_addr == o.master_addr && master_port == o.master_port && slots == o.slots && cpus == o.cpus;
   }
 };
 
-// "<addr>,<port>,<slots>*<hosts>,..." e.g. "job-master-0.job,41234,2*1,4*3".
+// "<addr>,<port>,<slots>/<cpus>*<hosts>,..." e.g. "job-master-0.job,41234,2/4*1,4/8*3" (a run
+// without "/<cpus>" has cpus 0).
 std::string encode_rank_env_spec(const RankEnvSpec& spec);
 // Throws AgentError (kUsage) naming the bad part.
 RankEnvSpec decode_rank_env_spec(const std::string& text);
@@ -48,8 +52,10 @@ struct RankEnv {
 // From the rank's environment (Open MPI: OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE};
 // MPICH/Intel hydra: PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS). GROUP_RANK is the
 // index of the rank's host: gj-mpirun maps ranks by slot, so rank r runs on the host whose
-// slot range holds r. Throws AgentError (kBadEnvironment) when no flavour's variables are there.
-RankEnv rank_environment(const EnvMap& env, const RankEnvSpec& spec);
+// slot range holds r. OMP_NUM_THREADS = threads_per_rank(the host's CPUs lowered to this pod's
+// cgroup quota, LOCAL_WORLD_SIZE) when either is known. Throws AgentError (kBadEnvironment) when
+// no flavour's variables are there.
+RankEnv rank_environment(const EnvMap& env, const RankEnvSpec& spec, const CpuFacts& this_pod = {});
 
 // Where MASTER_ADDR and MASTER_PORT come from, for --dry-run and the log.
 struct RankEnvOrigin {

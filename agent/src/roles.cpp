@@ -21,6 +21,7 @@
 #include "sys/host_facts.h"
 #include "host_name.h"
 #include "sys/capture.h"
+#include "sys/cpu_facts.h"
 #include "sys/spawn.h"
 #include "sys/supervise.h"
 #include "sys/termination_log.h"
@@ -29,8 +30,6 @@
 #include "sys/rank_guard.h"
 #include "sys/readiness.h"
 #include "session_env.h"
-
-extern char** environ;
 
 namespace gj {
 namespace {
@@ -100,10 +99,14 @@ MasterPort choose_master_port(bool first_rank_here, const std::string& this_host
   return {kDefaultMasterPort, "torchrun's default; the first rank's host is not this pod"};
 }
 
-void check_exec_size(const MpiexecCommand& cmd) {
-  std::size_t env_bytes = 0;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env_bytes += std::strlen(*e) + 1 + sizeof(char*);
-  const std::string problem = exec_size_problem(cmd, env_bytes);
+std::size_t environment_bytes(const EnvMap& env) {
+  std::size_t bytes = 0;
+  for (const auto& [name, value] : env) bytes += name.size() + value.size() + 2 + sizeof(char*);
+  return bytes;
+}
+
+void check_exec_size(const MpiexecCommand& cmd, const EnvMap& env) {
+  const std::string problem = exec_size_problem(cmd, environment_bytes(env));
   if (!problem.empty()) throw AgentError{exit_code::kBadPlan, problem};
 }
 
@@ -122,10 +125,10 @@ bool should_supervise(Supervise s) {
 
 // The operator names the flavour by the hostfile variable it sets; Open MPI 4 and 5 share it,
 // so `mpiexec --version` still tells them apart (Open MPI 4 when it cannot).
-Flavour mpijob_flavour(const AgentSettings& s, const MpiJobEnv& me, bool dry_run) {
-  if (s.mpi || !me.flavour) return choose_flavour(s, dry_run);
-  const std::string from = "from the operator's " + me.hostfile_variable;
-  if (*me.flavour != MpiFlavour::OpenMpi4) return {*me.flavour, from};
+Flavour mpijob_flavour(const AgentSettings& s, const MpiJobEnv& mpijob, bool dry_run) {
+  if (s.mpi || !mpijob.flavour) return choose_flavour(s, dry_run);
+  const std::string from = "from the operator's " + mpijob.hostfile_variable;
+  if (*mpijob.flavour != MpiFlavour::OpenMpi4) return {*mpijob.flavour, from};
   try {
     if (const auto f = detect_flavour(capture_output({s.mpiexec, "--version"}, std::chrono::seconds(s.detect_timeout_s))))
       if (*f == MpiFlavour::OpenMpi4 || *f == MpiFlavour::OpenMpi5) return {*f, from + " and `mpiexec --version`"};
@@ -137,46 +140,59 @@ Flavour mpijob_flavour(const AgentSettings& s, const MpiJobEnv& me, bool dry_run
 
 // The launcher of a Kubeflow MPIJob: the operator's hostfile instead of GJ_TRAINING_* and MPI_HOST.
 // The JobSpec gets its master host (this pod as the workers resolve it) here, from the file.
-LaunchPlan mpijob_plan(JobSpec& spec, const Invocation& inv, const EnvMap& env, MpiJobEnv& me) {
-  me = mpijob_env(env);
-  const std::string origin = me.hostfile + (me.hostfile_variable.empty() ? " (the operator's mount)"
-                                                                          : " (from " + me.hostfile_variable + ")");
-  const auto text = read_text_file(me.hostfile, "MPIJob hostfile");
+// The launcher runs no sshd: it is not an ssh target (ranks it runs itself mpiexec starts locally).
+LaunchPlan mpijob_plan(JobSpec& spec, const Invocation& inv, const EnvMap& env, const MpiJobEnv& mpijob) {
+  const std::string origin = mpijob.hostfile + (mpijob.hostfile_variable.empty() ? " (the operator's mount)"
+                                                                                : " (from " + mpijob.hostfile_variable + ")");
+  const auto text = read_text_file(mpijob.hostfile, "MPIJob hostfile");
   if (!text)
     throw AgentError{exit_code::kBadEnvironment,
-                     "MPIJob hostfile " + quoted_value(me.hostfile) + " does not exist (K_MPI_JOB_ROLE=launcher); " +
+                     "MPIJob hostfile " + quoted_value(mpijob.hostfile) + " does not exist (K_MPI_JOB_ROLE=launcher); " +
                          "run the launcher under mpi-operator v2, which mounts it, or set the gj platform's GJ_TRAINING_*"};
-  const std::vector<HostSlots> hosts = parse_mpijob_hostfile("MPIJob hostfile " + quoted_value(me.hostfile), *text);
+  const std::vector<HostSlots> hosts = parse_mpijob_hostfile("MPIJob hostfile " + quoted_value(mpijob.hostfile), *text);
   if (spec.pod_name.empty()) spec.pod_name = local_host_name();
   if (spec.master_host.empty()) spec.master_host = launcher_host_name(spec.pod_name, hosts);
-  LaunchPlan plan = plan_mpijob(spec, origin, hosts, inv, env);
-  // The launcher runs no sshd: the operator's launcher is not an ssh target (ranks it runs itself
-  // are started locally by mpiexec).
-  return plan;
+  return plan_mpijob(spec, origin, hosts, inv, env);
 }
 
-}  // namespace
+// What the master's steps share: the job as planned.
+struct MasterJob {
+  JobSpec spec;
+  LaunchPlan plan;
+  bool mpijob = false;
+  MpiJobEnv mpijob_env;
+};
 
-int run_master(const JobSpec& spec_in, const EnvMap& env, const CommandLine& cli) {
-  JobSpec spec = spec_in;
-  const AgentSettings& s = spec.settings;
+// Step 1, plan: the script, the hosts, np, the rank environment and the CPU policy.
+MasterJob plan_job(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   if (!cli.has_script)
     throw AgentError{exit_code::kUsage, "the master needs the training script: gj-mpirun [options] <script> [args]"};
-  if (!spec.platform_note.empty()) spdlog::info("{}", spec.platform_note);
+  MasterJob job{spec, {}, spec.platform == Platform::MpiJob, {}};
+  const AgentSettings& s = job.spec.settings;
+  if (!job.spec.platform_note.empty()) spdlog::info("{}", job.spec.platform_note);
   Invocation inv = cli.invocation;
   inv.script = resolve_script(inv.script, env);
-  const bool mpijob = spec.platform == Platform::MpiJob;
-  MpiJobEnv me;
-  LaunchPlan plan = mpijob ? mpijob_plan(spec, inv, env, me) : plan_master(spec, worker_hosts(spec), inv, env);
-  if (!spec.platform_note.empty()) plan.notes.push_back(spec.platform_note);
-  const bool own_sshd = !s.no_sshd && !mpijob;
-  if (plan.command.front() == s.python) require_program(s.python, "--python/GJ_PYTHON", env);
-  for (const auto& w : plan.warnings) spdlog::warn("{}", w);
-  const bool first_rank_here = !plan.hosts.empty() && (plan.hosts.front().host == spec.master_host ||
-                                                       (mpijob && is_this_pod(plan.hosts.front().host, spec.pod_name)));
-  if (s.rank_env) add_rank_env(plan, self_executable(), env, choose_master_port(first_rank_here, spec.master_host));
+  if (job.mpijob) job.mpijob_env = mpijob_env(env);
+  job.plan = job.mpijob ? mpijob_plan(job.spec, inv, env, job.mpijob_env)
+                        : plan_master(job.spec, worker_hosts(job.spec), inv, env);
+  if (!job.spec.platform_note.empty()) job.plan.notes.push_back(job.spec.platform_note);
+  if (job.plan.command.front() == s.python) require_program(s.python, "--python/GJ_PYTHON", env);
 
-  const Flavour flavour = mpijob ? mpijob_flavour(s, me, cli.dry_run) : choose_flavour(s, cli.dry_run);
+  const CpuFactsRead cpu = read_cpu_facts();
+  for (const auto& note : cpu.notes) spdlog::debug("cpu facts: {}", note);
+  add_cpu_policy(job.plan, job.spec, job.spec.master_host, env, cpu.facts);
+  if (s.rank_env && !job.plan.hosts.empty()) {
+    const std::string& first = job.plan.hosts.front().host;
+    const bool first_rank_here = first == job.spec.master_host || (job.mpijob && is_this_pod(first, job.spec.pod_name));
+    const std::string rendezvous = job.mpijob ? rendezvous_host(first, job.spec.pod_name, job.spec.master_host) : first;
+    add_rank_env(job.plan, self_executable(), env, choose_master_port(first_rank_here, job.spec.master_host), rendezvous);
+  }
+  for (const auto& w : job.plan.warnings) spdlog::warn("{}", w);
+  return job;
+}
+
+MpiexecRequest mpiexec_request(const MasterJob& job, const Flavour& flavour) {
+  const AgentSettings& s = job.spec.settings;
   MpiexecRequest req;
   req.flavour = flavour.flavour;
   req.mpiexec = s.mpiexec;
@@ -184,59 +200,76 @@ int run_master(const JobSpec& spec_in, const EnvMap& env, const CommandLine& cli
   req.ssh.connect_timeout_s = s.ssh_connect_timeout_s;
   req.hostfile_mode = s.hostfile_mode;
   req.hostfile_path = s.state_dir + "/hostfile";
-  req.launcher_host = spec.master_host;
+  req.launcher_host = job.spec.master_host;
+  return req;
+}
 
-  if (cli.dry_run) {
-    const MpiexecCommand cmd = build_mpiexec_command(plan, req);
-    check_exec_size(cmd);
-    const MasterDryRun d{plan, cmd, flavour.flavour, flavour.source, true};
-    const std::string out = cli.json ? master_dry_run_json(d) : master_dry_run_text(d);
-    write_stdout(out);
-    return exit_code::kOk;
-  }
+int print_dry_run(const MasterJob& job, const MpiexecRequest& req, const Flavour& flavour, bool json, const EnvMap& env) {
+  const MpiexecCommand cmd = build_mpiexec_command(job.plan, req);
+  check_exec_size(cmd, env);
+  const MasterDryRun d{job.plan, cmd, flavour.flavour, flavour.source, true};
+  write_stdout(json ? master_dry_run_json(d) : master_dry_run_text(d));
+  return exit_code::kOk;
+}
 
-  spdlog::info("MPI_HOSTS={}", hosts_argument(plan.hosts));
-  spdlog::info("MPI_NP={} ({}, {})", plan.np, to_string(plan.layout), to_string(flavour.flavour));
-  SshdSetup sshd = sshd_setup(s, env);
-  // Our own sshd first: the master's host is in the host list in most layouts and the
-  // readiness gate waits for it like for any worker.
-  if (own_sshd) start_background_sshd(sshd);
-  const bool remote_hosts = plan.hosts.size() > 1 || (plan.hosts.size() == 1 && plan.hosts[0].host != spec.master_host);
+void log_plan(const MasterJob& job, const Flavour& flavour) {
+  spdlog::info("MPI_HOSTS={}", hosts_argument(job.plan.hosts));
+  spdlog::info("MPI_NP={} ({}, {})", job.plan.np, to_string(job.plan.layout), to_string(flavour.flavour));
+  spdlog::info("cpu binding: {}", job.plan.binding.reason);
+  spdlog::info("threads: {}", threads_summary(job.plan));
+}
+
+// Step 3, keys and sshd: our own sshd first (the master's host is in the host list in most
+// layouts and the gate waits for it like for any worker), then the client keys for the others.
+void start_sshd_and_copy_keys(const MasterJob& job, const EnvMap& env, MpiexecRequest& req) {
+  const AgentSettings& s = job.spec.settings;
+  const SshdSetup sshd = sshd_setup(s, env);
+  if (!s.no_sshd && !job.mpijob) start_background_sshd(sshd);
+  const auto& hosts = job.plan.hosts;
+  const bool remote_hosts = hosts.size() > 1 || (hosts.size() == 1 && hosts[0].host != job.spec.master_host);
   if (remote_hosts) req.ssh.identity_files = prepare_client_keys(sshd);
+}
 
-  if (!s.no_wait && !plan.wait_for.empty()) {
-    ReadinessOptions ro;
-    ro.deadline = std::chrono::seconds(s.ready_timeout_s);
-    ro.port = s.ssh_port;
-    if (s.ssh_check) {
-      ro.ssh_login_prefix = {"ssh"};
-      const auto args = ssh_client_args(req.ssh);
-      ro.ssh_login_prefix.insert(ro.ssh_login_prefix.end(), args.begin(), args.end());
-    }
-    spdlog::info("waiting up to {} s for sshd on {} host(s)", s.ready_timeout_s, plan.wait_for.size());
-    const ReadinessReport report =
-        wait_until_ready(plan.wait_for, ro, [](const std::string& line) { spdlog::info("{}", line); });
-    if (!report.all_ready) {
-      // The exit message (and the termination log) lists at most 16 hosts; the log names every
-      // one, so a job of thousands of hosts still shows each host that failed and why.
-      for (const auto& h : report.hosts) {
-        if (h.state != HostState::Ready) spdlog::warn("not ready: {}: {} after {} probe(s)", h.host, h.detail, h.attempts);
-      }
-      throw AgentError{exit_code::kWorkersUnreachable, unreachable_message(report, s.ready_timeout_s)};
-    }
-    spdlog::info("all {} host(s) ready after {} ms", report.hosts.size(), report.elapsed.count());
+// Step 4, the gate: every host's sshd accepts connections (and logins with --ssh-check).
+void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
+  const AgentSettings& s = job.spec.settings;
+  if (s.no_wait || job.plan.wait_for.empty()) return;
+  ReadinessOptions options;
+  options.deadline = std::chrono::seconds(s.ready_timeout_s);
+  options.port = s.ssh_port;
+  options.ssh_identification = true;  // a healthy worker logs no kex_exchange_identification error
+  if (s.ssh_check) {
+    options.ssh_login_prefix = {"ssh"};
+    const auto args = ssh_client_args(req.ssh);
+    options.ssh_login_prefix.insert(options.ssh_login_prefix.end(), args.begin(), args.end());
   }
+  spdlog::info("waiting up to {} s for sshd on {} host(s)", s.ready_timeout_s, job.plan.wait_for.size());
+  const ReadinessReport report =
+      wait_until_ready(job.plan.wait_for, options, [](const std::string& line) { spdlog::info("{}", line); });
+  if (!report.all_ready) {
+    // The exit message (and the termination log) lists at most 16 hosts; the log names every
+    // one, so a job of thousands of hosts still shows each host that failed and why.
+    for (const auto& h : report.hosts)
+      if (h.state != HostState::Ready) spdlog::warn("not ready: {}: {} after {} probe(s)", h.host, h.detail, h.attempts);
+    throw AgentError{exit_code::kWorkersUnreachable, unreachable_message(report, s.ready_timeout_s)};
+  }
+  spdlog::info("all {} host(s) ready after {} ms", report.hosts.size(), report.elapsed.count());
+}
 
-  const MpiexecCommand cmd = build_mpiexec_command(plan, req);
-  check_exec_size(cmd);
+// Step 5, launch: the hostfile when the plan uses one, then mpiexec with the environment made
+// explicit (this process's, plus what the flavour needs in mpiexec's own), exec'd or supervised.
+int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
+  const AgentSettings& s = job.spec.settings;
+  const MpiexecCommand cmd = build_mpiexec_command(job.plan, req);
+  check_exec_size(cmd, env);
   if (cmd.hostfile) {
     ensure_private_dir(s.state_dir, "GJ_STATE_DIR");
     write_private_file(cmd.hostfile->path, cmd.hostfile->content, 0600);
-    spdlog::info("hosts passed in hostfile {} ({} hosts)", cmd.hostfile->path, plan.hosts.size());
+    spdlog::info("hosts passed in hostfile {} ({} hosts)", cmd.hostfile->path, job.plan.hosts.size());
   }
-  for (const auto& [name, value] : cmd.env) setenv(name.c_str(), value.c_str(), 1);
+  const Environment environment = environment_block(env, cmd.env);
   spdlog::info("running: {}", shell_join(redacted_argv(cmd.argv)));
-  const int status = run_job(cmd.argv, should_supervise(s.supervise));
+  const int status = run_job(cmd.argv, should_supervise(s.supervise), &environment);
   // Supervised, the job's end is ours to report: one line in the pod log and the pod status
   // (mpiexec's own report, when it gives one, is several lines and differs per flavour).
   if (status != 0) {
@@ -247,36 +280,51 @@ int run_master(const JobSpec& spec_in, const EnvMap& env, const CommandLine& cli
   return status;
 }
 
+}  // namespace
+
+int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
+  const MasterJob job = plan_job(spec, env, cli);
+  const AgentSettings& s = job.spec.settings;
+  const Flavour flavour = job.mpijob ? mpijob_flavour(s, job.mpijob_env, cli.dry_run) : choose_flavour(s, cli.dry_run);
+  MpiexecRequest req = mpiexec_request(job, flavour);
+  if (cli.dry_run) return print_dry_run(job, req, flavour, cli.json, env);
+  log_plan(job, flavour);
+  start_sshd_and_copy_keys(job, env, req);
+  wait_for_hosts(job, req);
+  return launch(job, req, env);
+}
+
 int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   if (args.size() < 3 || args[1] != "--")
     throw AgentError{exit_code::kUsage, std::string("usage: gj-mpirun ") + kRankExecFlag + " <spec> -- <command...>"};
-  const RankEnv re = rank_environment(env, decode_rank_env_spec(args[0]));
-  for (const auto& w : re.warnings) spdlog::warn("{}", w);
-  for (const auto& [name, value] : re.set) ::setenv(name.c_str(), value.c_str(), 1);
+  const RankEnv rank = rank_environment(env, decode_rank_env_spec(args[0]), read_cpu_facts().facts);
+  for (const auto& w : rank.warnings) spdlog::warn("{}", w);
+  EnvMap program_env = env;
+  for (const auto& [name, value] : rank.set) program_env[name] = value;
   // Shell startup files of the ssh session (~/.bashrc of pyenv or conda images) may have put
   // another interpreter first in PATH: the rank runs with its pod's own PATH, which the worker
   // wrote down before it became sshd (sshd rewrites its own environment block).
-  const std::string state_dir = env_value(env, "GJ_STATE_DIR").value_or(defaults::kStateDir);
-  if (const auto pod_path = read_pod_path(state_dir)) ::setenv("PATH", pod_path->c_str(), 1);
+  const std::string state_dir = resolve_settings_of(env, {"GJ_STATE_DIR"}).state_dir;
+  if (const auto pod_path = read_pod_path(state_dir)) program_env["PATH"] = *pod_path;
+  const Environment environment = environment_block(program_env, {});
   const std::vector<std::string> program(args.begin() + 2, args.end());
   // Hydra (MPICH) gives each rank its PMI connection as PMI_FD, and does not end the job when a
   // rank's program fails without MPI_Abort (sys/rank_guard.h). Open MPI sets no PMI_FD.
   if (const auto pmi = env_value(env, "PMI_FD")) {
     char* end = nullptr;
     const long fd = std::strtol(pmi->c_str(), &end, 10);
-    if (*end == '\0' && fd >= 0 && fd <= INT_MAX) return run_rank_guarded(program, static_cast<int>(fd));
+    if (*end == '\0' && fd >= 0 && fd <= INT_MAX) return run_rank_guarded(program, static_cast<int>(fd), &environment);
   }
-  exec_rank(program);
+  exec_rank(program, environment);
 }
 
 int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   const SshdSetup setup = sshd_setup(spec.settings, env);
   if (cli.dry_run) {
-    const std::string out = cli.json ? worker_dry_run_json(setup) : worker_dry_run_text(setup);
-    write_stdout(out);
+    write_stdout(cli.json ? worker_dry_run_json(setup) : worker_dry_run_text(setup));
     return exit_code::kOk;
   }
-  if (const auto path = env.find("PATH"); path != env.end()) write_pod_path(setup.state_dir, path->second);
+  if (const auto path = env_value(env, "PATH")) write_pod_path(setup.state_dir, *path);
   spdlog::info("starting sshd on port {} ({} session variables)", setup.port, setup.session_env.size());
   exec_worker_sshd(setup);
 }

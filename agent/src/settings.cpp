@@ -125,14 +125,19 @@ std::vector<Setting> make_table() {
        text(&AgentSettings::python)},
       {"GJ_EXPORT", {{"--export", nullptr}}, "X", T::List, "", nullptr,
        "extra variables for every rank, comma-separated NAME, NAME=VALUE or PREFIX* (flag repeatable)", store_exports},
-      {"GJ_DEFAULT_EXPORTS", {{"--no-default-exports", "0"}}, "", T::Bool, "1", nullptr,
+      {"GJ_DEFAULT_EXPORTS",
+       {{"--no-default-exports", "0", "forward only what --export/GJ_EXPORT names, not the default set of job-wide variables"}},
+       "", T::Bool, "1", nullptr,
        "forward the default set of job-wide variables (see docs)", boolean(&AgentSettings::default_exports)},
       {"GJ_HOSTFILE_MODE", {{"--hostfile-mode", nullptr}}, "M", T::Choice, "auto", nullptr,
        "auto: pass hosts in a hostfile only when the host argument would exceed 96 KiB; always; never",
        choice(&AgentSettings::hostfile_mode,
               {{"auto", HostfileMode::Auto}, {"always", HostfileMode::Always}, {"never", HostfileMode::Never}})},
-      {"GJ_RANK_ENV", {{"--no-rank-env", "0"}}, "", T::Bool, "1", nullptr,
-       "give every rank torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT",
+      {"GJ_RANK_ENV",
+       {{"--no-rank-env", "0", "run the command directly: no torchrun variables and no per-pod OMP_NUM_THREADS for the ranks"}},
+       "", T::Bool, "1", nullptr,
+       "give every rank torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT "
+       "and OMP_NUM_THREADS (its pod's CPUs / its pod's ranks) unless set",
        boolean(&AgentSettings::rank_env)},
       {"GJ_SSHD", {{"--sshd", nullptr}}, "P", T::Text, defaults::kSshd, nullptr, "sshd program", text(&AgentSettings::sshd)},
       {"GJ_SSH_KEYGEN", {}, "P", T::Text, defaults::kSshKeygen, nullptr,
@@ -157,7 +162,10 @@ std::vector<Setting> make_table() {
        boolean(&AgentSettings::no_wait)},
       {"GJ_SSH_CHECK", {{"--ssh-check", "1"}}, "", T::Bool, "0", nullptr,
        "readiness gate also requires a real non-interactive ssh login", boolean(&AgentSettings::ssh_check)},
-      {"GJ_SUPERVISE", {{"--supervise", "1"}, {"--no-supervise", "0"}}, "", T::Choice, "auto", nullptr,
+      {"GJ_SUPERVISE",
+       {{"--supervise", "1", "always supervise mpiexec (forward signals, reap zombies, end what the job left behind)"},
+        {"--no-supervise", "0", "exec mpiexec in place, even as PID 1"}},
+       "", T::Choice, "auto", nullptr,
        "auto: supervise mpiexec (forward signals, reap zombies) only when gj-mpirun is PID 1; 1: always; 0: exec",
        store_supervise},
       {"GJ_LOG_LEVEL", {{"--log-level", nullptr}}, "L", T::Choice, "info", nullptr, "trace, debug, info, warn, error, off",
@@ -175,6 +183,9 @@ void check_log_level(const AgentSettings& s, const std::string& label) {
 }
 
 }  // namespace
+
+// Every row (only == nullptr) or the rows of `only` from env and flags; the rest at their defaults.
+AgentSettings resolve_rows(const EnvMap& env, const FlagValues& flags, const std::vector<std::string>* only);
 
 std::string Setting::label() const {
   const std::string f = flag_text();
@@ -206,11 +217,21 @@ std::optional<std::string> read_variable(const EnvMap& env, const std::string& v
 }
 
 AgentSettings resolve_settings(const EnvMap& env, const FlagValues& flags) {
+  return resolve_rows(env, flags, nullptr);
+}
+
+AgentSettings resolve_settings_of(const EnvMap& env, const std::vector<std::string>& variables) {
+  for (const auto& v : variables) (void)setting(v);  // a name that is not a row is a bug
+  return resolve_rows(env, {}, &variables);
+}
+
+AgentSettings resolve_rows(const EnvMap& env, const FlagValues& flags, const std::vector<std::string>* only) {
   AgentSettings s;
   for (const Setting& row : settings_table()) {
     if (row.platform()) continue;
+    const bool chosen_row = only == nullptr || std::find(only->begin(), only->end(), row.variable) != only->end();
     Values values;
-    const auto from_env = env.find(row.variable);
+    const auto from_env = chosen_row ? env.find(row.variable) : env.end();
     const std::string env_text = from_env != env.end() ? from_env->second : "";
     const auto from_flags = flags.find(row.variable);
     const Values flag_values = from_flags != flags.end() ? from_flags->second : Values{};

@@ -52,10 +52,13 @@ struct AgentSettings {
 enum class SettingType { Text, Count, Port, Bool, Choice, List };
 
 // One command-line spelling of a setting. implied == nullptr: the flag takes a value
-// ("--mpi F"); otherwise it is a switch that stands for that value ("--no-wait" = "1").
+// ("--mpi F"); otherwise it is a switch that stands for that value ("--no-wait" = "1"). help:
+// what this switch does, when that is not what the setting's help says (a negative switch:
+// "--no-rank-env" turns off what GJ_RANK_ENV describes); nullptr: the setting's help.
 struct SettingFlag {
   const char* name;
   const char* implied;
+  const char* help = nullptr;
 };
 
 struct Setting {
@@ -93,6 +96,10 @@ AgentSettings default_settings();
 // variable's comma-separated entries followed by every flag value. Throws AgentError
 // (kBadEnvironment) naming the flag and variable, the value and the fix.
 AgentSettings resolve_settings(const EnvMap& env, const FlagValues& flags = {});
+
+// Only the given rows from the environment, every other setting at its default: for the rank
+// mode, which reads GJ_STATE_DIR and must not fail on a setting it does not use.
+AgentSettings resolve_settings_of(const EnvMap& env, const std::vector<std::string>& variables);
 
 // The same check-and-read for the platform's variables: nullopt when absent. Reading a
 // variable that is not a row is an internal error (so --help cannot miss one).

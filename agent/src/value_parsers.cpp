@@ -54,25 +54,17 @@ std::int64_t parse_cpu_quantity(const std::string& name, const std::string& valu
   std::size_t i = 0;
   if (value[0] == '+' || value[0] == '-') ++i;
   const bool negative = value[0] == '-';
-  std::string digits;
-  std::size_t fraction_digits = 0;
-  bool dot = false, any_digit = false;
+  std::string whole, fraction;  // the digits before and after the point, as written
+  bool dot = false;
   for (; i < value.size(); ++i) {
     const char c = value[i];
-    if (c >= '0' && c <= '9') {
-      any_digit = true;
-      if (!(digits.empty() && c == '0')) digits += c;  // leading zeros carry nothing
-      if (dot) ++fraction_digits;
-      if (dot && digits.empty()) continue;
-    } else if (c == '.' && !dot) {
-      dot = true;
-    } else {
-      break;
-    }
+    if (c >= '0' && c <= '9') (dot ? fraction : whole) += c;
+    else if (c == '.' && !dot) dot = true;
+    else break;
   }
-  if (!any_digit) reject(name, value, "is not a CPU quantity", fix);
+  if (whole.empty() && fraction.empty()) reject(name, value, "is not a CPU quantity", fix);
   const std::string suffix = value.substr(i);
-  int exponent10 = 0;  // value = digits * 10^(exponent10 - fraction_digits) * 1024^binary
+  int exponent10 = 0;  // value = whole.fraction * 10^exponent10 * 1024^binary
   int binary = 0;
   static const std::pair<const char*, int> kDecimal[] = {{"n", -9}, {"u", -6}, {"m", -3}, {"", 0}, {"k", 3},
                                                          {"M", 6},  {"G", 9},  {"T", 12}, {"P", 15}, {"E", 18}};
@@ -93,31 +85,35 @@ std::int64_t parse_cpu_quantity(const std::string& name, const std::string& valu
     }
   }
   if (!known) reject(name, value, "is not a CPU quantity", fix);
-  if (negative && !digits.empty()) reject(name, value, "is negative", fix);
-  if (digits.empty()) return 0;
-  // floor(digits * 10^net * 1024^binary), exactly, in 128-bit arithmetic.
-  const int net = exponent10 - static_cast<int>(fraction_digits);
+  const bool zero = (whole + fraction).find_first_not_of('0') == std::string::npos;
+  if (negative && !zero) reject(name, value, "is negative", fix);
+  if (zero) return 0;
+  // Exactly: move the point by the exponent, then floor((whole + 0.fraction) * 1024^binary),
+  // however many digits either part has (a small value may be written with many).
+  if (exponent10 > 0) {
+    fraction.resize(std::max<std::size_t>(fraction.size(), static_cast<std::size_t>(exponent10)), '0');
+    whole += fraction.substr(0, static_cast<std::size_t>(exponent10));
+    fraction.erase(0, static_cast<std::size_t>(exponent10));
+  } else if (exponent10 < 0) {
+    const auto shift = static_cast<std::size_t>(-exponent10);
+    if (whole.size() < shift) whole.insert(0, shift - whole.size(), '0');
+    fraction.insert(0, whole.substr(whole.size() - shift));
+    whole.erase(whole.size() - shift);
+  }
+  whole.erase(0, std::min(whole.find_first_not_of('0'), whole.size()));
   const auto too_large = [&] { reject(name, value, "is too large (overflows a 64-bit integer)", fix); };
-  if (digits.size() > 30) too_large();
-  __int128 v = 0;
-  for (char c : digits) v = v * 10 + (c - '0');
-  for (int b = 0; b < binary; ++b) {
-    v *= 1024;
-    if (v > static_cast<__int128>(std::numeric_limits<std::int64_t>::max()) * 1000000000000000000) too_large();
-  }
-  __int128 divisor = 1;
-  if (net >= 0) {
-    for (int k = 0; k < net; ++k) {
-      v *= 10;
-      if (v > std::numeric_limits<std::int64_t>::max()) too_large();
-    }
-  } else {
-    for (int k = 0; k < -net; ++k) {
-      divisor *= 10;
-      if (divisor > v) return 0;
-    }
-  }
-  v /= divisor;
+  if (whole.size() > 19) too_large();
+  __extension__ using Wide = __int128;  // exact products of 19 digits and 1024^6
+  Wide scale = 1;
+  for (int b = 0; b < binary; ++b) scale *= 1024;
+  Wide v = 0;
+  for (char c : whole) v = v * 10 + (c - '0');
+  v *= scale;
+  // floor(0.fraction * scale): long multiplication from the last digit; the final carry is the
+  // whole part of the product.
+  Wide carry = 0;
+  for (auto it = fraction.rbegin(); it != fraction.rend(); ++it) carry = ((*it - '0') * scale + carry) / 10;
+  v += carry;
   if (v > std::numeric_limits<std::int64_t>::max()) too_large();
   return static_cast<std::int64_t>(v);
 }

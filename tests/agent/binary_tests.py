@@ -246,7 +246,10 @@ def test_dry_run_json(sb):
         obj = json.loads(r.stdout)
         want_hosts = [{"host": h.split(":")[0], "slots": int(h.split(":")[1])} for h in hosts.split(",")]
         check(obj["role"] == "master", name)
-        check(obj["hosts"] == want_hosts, f"{name}: hosts {obj['hosts']}")
+        check([{"host": h["host"], "slots": h["slots"]} for h in obj["hosts"]] == want_hosts,
+              f"{name}: hosts {obj['hosts']}")
+        check(all(isinstance(h["omp_num_threads"], int) and h["omp_num_threads"] >= 1 for h in obj["hosts"]),
+              f"{name}: threads per host {obj['hosts']}")
         check(obj["np"] == np, f"{name}: np {obj['np']}")
         check(obj["argv"][:8] == ompi_head(sb.mpiexec, hosts, np), f"{name}: argv {obj['argv'][:8]}")
         check(obj["argv"][-2:] == [sb.script, "x y"], f"{name}: argv tail")
@@ -417,7 +420,7 @@ def test_rank_env_dry_run(sb):
     env.update(MASTER_ADDR="10.1.2.3", MASTER_PORT="4242")
     j = json.loads(sb.run(["--dry-run", "--json", sb.py], env).stdout)
     check(j["rank_env"]["MASTER_ADDR"] == "10.1.2.3" and j["rank_env"]["MASTER_PORT"] == 4242, j["rank_env"])
-    check("10.1.2.3,4242,4*3" in j["argv"], f"spec in argv {j['argv']}")
+    check("10.1.2.3,4242,4/4*3" in j["argv"], f"spec in argv {j['argv']}")
     for args, extra in ((["--no-rank-env"], {}), ([], {"GJ_RANK_ENV": "0"})):
         env = sb.env()
         env.update(extra)
@@ -455,6 +458,82 @@ def test_rank_exec_mode(sb):
     r = subprocess.run([GJ, "--rank-exec", "m,1,1*1", "--", "/nonexistent/x"],
                        env=dict(base, PMI_RANK="0", PMI_SIZE="1"), capture_output=True, text=True, timeout=30)
     expect_rc(r, 127, "missing command")
+
+
+def test_cpu_binding(sb):
+    """The binding and threads chosen from this process's real affinity mask: a pod whose cpuset
+    is its CPU limit keeps mpiexec's binding, one that shares the node's cores gets the flavour's
+    "none", a binding the user passes wins; OMP_NUM_THREADS per rank in the dry run; the rank
+    mode sets it from the spec's CPUs and its local size, and keeps the user's."""
+    cpus = sorted(os.sched_getaffinity(0))
+    # A GPU master with no workers runs every rank on this pod: 2 ranks, CPU limit 1 or 2.
+    def dry(cpuset, cpu_limit, args=(), extra=None):
+        env = sb.env(master_cpu=cpu_limit, master_gpu="2", worker_gpu="0", replicas="0", mpi_host="")
+        env.update(extra or {})
+        r = subprocess.run([GJ, "--dry-run", "--json", "--mpi", "openmpi"] + list(args) + [sb.script], env=env,
+                           capture_output=True, text=True, timeout=20,
+                           preexec_fn=lambda: os.sched_setaffinity(0, cpuset))
+        expect_rc(r, 0, f"dry run cpuset {sorted(cpuset)} limit {cpu_limit}")
+        return json.loads(r.stdout)
+    own = dry({cpus[0]}, "1")
+    check(own["binding"]["mode"] == "mpiexec's default", f"exclusive cpuset: {own['binding']}")
+    check("--bind-to" not in own["argv"], f"exclusive cpuset argv {own['argv']}")
+    check(own["hosts"][0]["omp_num_threads"] == 1, own["hosts"])
+    if len(cpus) >= 2:
+        shared = dry(set(cpus), str(len(cpus) - 1))
+        check(shared["binding"]["mode"] == "none", f"shared cores: {shared['binding']}")
+        check(f"cpuset of {len(cpus)} CPU(s), allocation {len(cpus) - 1}" in shared["binding"]["reason"],
+              shared["binding"])
+        i = shared["argv"].index("--bind-to")
+        check(shared["argv"][i + 1] == "none", shared["argv"])
+    else:
+        print("note: one CPU here: the shared-cores case is covered by agent.unit and multihost.cpu_binding")
+    user = dry({cpus[0]}, "4", ["--bind-to", "core", "--"])
+    check(user["binding"]["mode"] == "yours" and "--bind-to core" in user["binding"]["reason"], user["binding"])
+    check(user["argv"].count("--bind-to") == 1, user["argv"])
+    big = dry(set(cpus), "16")
+    check(big["hosts"][0]["omp_num_threads"] == 8, f"16 CPUs / 2 ranks: {big['hosts']}")
+    mine = dry(set(cpus), "16", extra={"OMP_NUM_THREADS": "3"})
+    check(mine["hosts"][0]["omp_num_threads"] is None and "OMP_NUM_THREADS=3 (yours" in mine["threads"], mine)
+    env = sb.env(master_cpu="16", master_gpu="2", worker_gpu="0", replicas="0", mpi_host="")
+    r = sb.run(["--dry-run", "--mpi", "mpich", sb.script], env)
+    expect_rc(r, 0, "text dry run")
+    check("\n# threads: OMP_NUM_THREADS=8 on job-master-0.job (16 CPU(s) / 2 rank(s))" in r.stdout, r.stdout)
+    check(re.search(r"^# cpu binding: .+$", r.stdout, re.M), r.stdout)
+
+    base = {"PATH": os.environ["PATH"], "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2",
+            "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
+    show = ["/bin/sh", "-c", "echo threads=${OMP_NUM_THREADS-unset}"]
+    quota = cgroup_quota_cpus()  # the rank lowers the spec's CPUs to its own cgroup's quota
+    def expected(spec_cpus):
+        cpus = [c for c in (spec_cpus, int(quota) if quota else None) if c]
+        return f"threads={max(min(cpus) // 2, 1)}" if cpus else "threads=unset"
+    for spec, extra, want in (("m,1,2/16*1", {}, expected(16)), ("m,1,2*1", {}, expected(None)),
+                              ("m,1,2/16*1", {"OMP_NUM_THREADS": "5"}, "threads=5")):
+        r = subprocess.run([GJ, "--rank-exec", spec, "--"] + show, env=dict(base, **extra), capture_output=True,
+                           text=True, timeout=30)
+        expect_rc(r, 0, spec)
+        check(r.stdout.strip() == want, f"rank mode {spec} {extra} (cgroup quota {quota}): {r.stdout!r}, want {want}")
+
+
+def cgroup_quota_cpus():
+    """This process's CFS quota in CPUs (None: unlimited), read as the kernel documents it: the
+    test's own oracle for what the rank mode must see."""
+    lines = [l.rstrip("\n").split(":", 2) for l in open("/proc/self/cgroup")]
+    v2 = [p for i, c, p in lines if i == "0" and c == ""]
+    if v2:
+        for d in (f"/sys/fs/cgroup{v2[0]}", "/sys/fs/cgroup"):
+            if os.path.exists(f"{d}/cpu.max"):
+                q, period = open(f"{d}/cpu.max").read().split()
+                return None if q == "max" else int(q) / int(period)
+    for i, c, p in lines:
+        if "cpu" in c.split(","):
+            for root in ("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"):
+                for d in (root + p, root):
+                    if os.path.exists(f"{d}/cpu.cfs_quota_us"):
+                        q = int(open(f"{d}/cpu.cfs_quota_us").read())
+                        return None if q < 0 else q / int(open(f"{d}/cpu.cfs_period_us").read())
+    return None
 
 
 def test_mpijob_dry_run(sb):
@@ -753,6 +832,46 @@ def test_master_port_half_taken(sb):
         foreign.close()
 
 
+def test_hostile_log_values(sb):
+    """Issue #27 items 1-3: a script argument with a newline or escape cannot forge a log line (the
+    master's "running:" line escapes it like every value); the pod name in the log prefix follows
+    the same rule (non-UTF-8 bytes escaped, over 200 bytes shortened); MASTER_ADDR from the
+    environment must be a host name or an address (exit 3 naming it, in the dry run too)."""
+    env = sb.env(master_cpu="1", worker_cpu="1")
+    r = sb.run([sb.script, "ok\n[gj-mpirun master@job-master-0 error] forged", "\x1b[31mred"], env)
+    expect_rc(r, 0, "exec with hostile arguments")
+    running = [l for l in r.stderr.splitlines() if "running:" in l]
+    check(len(running) == 1, f"one running line: {r.stderr}")
+    check("ok\\n[gj-mpirun master@job-master-0 error] forged" in running[0] and "\\x1bred" not in running[0]
+          and "\\x1b[31mred" in running[0], running[0])
+    check(not any(l.startswith("[gj-mpirun master@job-master-0 error] forged") for l in r.stderr.splitlines()),
+          r.stderr)
+    check("\x1b" not in r.stderr, "a raw escape reached the log")
+    check(sb.recorded("mpiexec")[-2:] == ["ok\n[gj-mpirun master@job-master-0 error] forged", "\x1b[31mred"],
+          "the arguments themselves reach mpiexec unchanged")
+
+    for pod, shown in ((b"job-\xff\xfe-0", "job-\\xff\\xfe-0"), (b"p" * 100000, "p" * 200 + "... (100000 bytes)")):
+        env = {k.encode(): v.encode() for k, v in sb.env().items()}
+        env[b"GJ_TRAINING_POD_NAME"] = pod
+        env[b"GJ_MASTER_HOST"] = b"job-master-0.job"
+        r = subprocess.run([GJ, "--dry-run", "--mpi", "openmpi", "--log-level", "debug", sb.script], env=env,
+                           capture_output=True, timeout=20)
+        err = r.stderr.decode("utf-8", "strict") if all(b < 0x80 for b in r.stderr) else None
+        check(err is not None, f"non-ASCII bytes in the log: {r.stderr[:300]!r}")
+        lines = [l for l in err.splitlines() if l.startswith("[gj-mpirun master@")]
+        check(lines, f"no log line with the prefix: {err[:500]}")
+        check(all(l.startswith(f"[gj-mpirun master@{shown} ") for l in lines), f"prefix: {lines[0][:300]}")
+        check(all(len(l) < 2000 for l in lines), "a log line is longer than 2000 bytes")
+
+    for bad in ("a,b", "m\nx"):
+        env = sb.env()
+        env["MASTER_ADDR"] = bad
+        for dry in (["--dry-run"], []):
+            r = sb.run(dry + [sb.script], env)
+            expect_rc(r, 3, f"MASTER_ADDR={bad!r} {dry}")
+            check("MASTER_ADDR=" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr)
+
+
 def test_exec_argv(sb):
     env = sb.env(master_cpu="2", worker_cpu="2")
     env["OMP_NUM_THREADS"] = "3"
@@ -980,10 +1099,13 @@ def test_real_mpi_job(sb):
 
 
 def test_torch_distributed(sb):
-    """An unchanged torch.distributed (gloo) script, master-only on 2 local slots, under the MPI
-    flavour named by EXTRA[1] (openmpi or mpich): every rank gets torchrun's variables."""
+    """An unchanged torch.distributed (gloo) script, master-only on 2 local slots (a GPU-shaped
+    pod: 2 GPUs, 6 CPUs), under the MPI flavour named by EXTRA[1] (openmpi or mpich): every rank
+    gets torchrun's variables and torch runs 6 / 2 = 3 threads (fewer under a smaller cgroup quota)."""
     script, flavour = EXTRA[0], EXTRA[1]
-    env = sb.env(master_cpu="2", replicas="0", mpi_host="")
+    env = sb.env(master_cpu="6", master_gpu="2", replicas="0", mpi_host="")
+    quota = cgroup_quota_cpus()
+    threads = max(min(6, int(quota) if quota else 6) // 2, 1)
     for k in ("GJ_MPIEXEC", "GJ_SSHD"):
         env.pop(k)
     env.update({"GJ_MASTER_HOST": "localhost", "GJ_NO_SSHD": "1", "GJ_PYTHON": "/usr/bin/python3",
@@ -993,7 +1115,8 @@ def test_torch_distributed(sb):
     r = sb.run([script], env, timeout=150)
     expect_rc(r, 0, f"torch.distributed job ({flavour}): {r.stdout}\n{r.stderr}")
     for rank in (0, 1):
-        check(re.search(rf"^TORCHDIST ok rank={rank}/2 .* local={rank}/2 group=0 master=localhost:\d+$", r.stdout, re.M),
+        check(re.search(rf"^TORCHDIST ok rank={rank}/2 .* local={rank}/2 group=0 master=localhost:\d+ threads={threads}$",
+                        r.stdout, re.M),
               f"rank {rank}: {r.stdout}\n{r.stderr}")
 
 

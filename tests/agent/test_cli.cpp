@@ -81,3 +81,19 @@ TEST_CASE("--help lists every option and every variable read", "[cli]") {
                            "--supervise", "--no-supervise", "--hosts-file", "--python", "--mpi"})
     CHECK_THAT(help, Catch::Contains(flag));
 }
+
+TEST_CASE("--help says what each negative switch does and shows each default (issue #27)", "[cli]") {
+  const std::string help = help_text();
+  const auto line_of = [&](const std::string& flag) {
+    const auto at = help.find("\n  " + flag + " ");
+    REQUIRE(at != std::string::npos);
+    return help.substr(at + 1, help.find('\n', at + 1) - at - 1);
+  };
+  CHECK_THAT(line_of("--no-default-exports"), Catch::Contains("forward only what --export/GJ_EXPORT names"));
+  CHECK_THAT(line_of("--no-default-exports"), Catch::Contains("(GJ_DEFAULT_EXPORTS=0; default GJ_DEFAULT_EXPORTS=1)"));
+  CHECK_THAT(line_of("--no-rank-env"), Catch::StartsWith("  --no-rank-env                 run the command directly"));
+  CHECK_THAT(line_of("--no-supervise"), Catch::Contains("exec mpiexec in place"));
+  CHECK_THAT(line_of("--ssh-port <value>"), Catch::Contains("(GJ_SSH_PORT; default 22)"));
+  for (const char* flag : {"--no-default-exports", "--no-rank-env", "--no-supervise", "--no-wait", "--no-sshd"})
+    CHECK_THAT(line_of(flag), Catch::Contains("; default "));
+}

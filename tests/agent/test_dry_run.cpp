@@ -54,7 +54,8 @@ TEST_CASE("master dry-run text: MPI_HOSTS/MPI_NP lines as the example prints, th
   cmd.hostfile = Hostfile{"/run/gj/hostfile", "m.job:2\n"};
   const std::string json = master_dry_run_json({plan, cmd, MpiFlavour::Mpich, "x", false});
   CHECK_THAT(json, Catch::StartsWith("{\"role\":\"master\""));
-  CHECK_THAT(json, Catch::Contains("\"hosts\":[{\"host\":\"m.job\",\"slots\":2},{\"host\":\"w.job\",\"slots\":2}]"));
+  CHECK_THAT(json, Catch::Contains("\"hosts\":[{\"host\":\"m.job\",\"slots\":2,\"omp_num_threads\":null},"
+                                   "{\"host\":\"w.job\",\"slots\":2,\"omp_num_threads\":null}]"));
   CHECK_THAT(json, Catch::Contains("\"np\":4"));
   CHECK_THAT(json, Catch::Contains("\"hostfile\":\"/run/gj/hostfile\""));
   CHECK(json.find("abc") == std::string::npos);

@@ -39,7 +39,7 @@ const std::string kSsh =
 Argv openmpi4(const std::string& host_arg, const std::string& np) {
   return {"mpiexec", "--allow-run-as-root", "--host", host_arg, "-np", np, "--map-by", "slot",
           "--mca", "plm_rsh_args", kSsh, "--mca", "plm_rsh_no_tree_spawn", "1",
-          "--mca", "orte_keep_fqdn_hostnames", "1", "python3", "/app/train.py", "--lr", "0.1"};
+          "--mca", "orte_keep_fqdn_hostnames", "1", "--bind-to", "none", "python3", "/app/train.py", "--lr", "0.1"};
 }
 
 }  // namespace
@@ -63,7 +63,7 @@ TEST_CASE("golden argv: Open MPI 4, every platform case", "[argv]") {
 TEST_CASE("golden argv: Open MPI 5 uses PRRTE's parameter names", "[argv]") {
   const Argv want = {"mpiexec", "--allow-run-as-root", "--host", "m.job:8,w-0.job:8,w-1.job:8", "-np", "24",
                      "--map-by", "slot", "--prtemca", "plm_ssh_args", kSsh, "--prtemca", "plm_ssh_no_tree_spawn",
-                     "1", "--prtemca", "prte_keep_fqdn_hostnames", "1", "python3", "/app/train.py", "--lr", "0.1"};
+                     "1", "--prtemca", "prte_keep_fqdn_hostnames", "1", "--bind-to", "none", "python3", "/app/train.py", "--lr", "0.1"};
   CHECK(build_mpiexec_command(kBothGpu, request(MpiFlavour::OpenMpi5)).argv == want);
 }
 
@@ -73,7 +73,7 @@ TEST_CASE("golden argv: MPICH hydra, every platform case", "[argv]") {
     Argv a = {"mpiexec", "-hosts", hosts, "-n", n};
     if (!ppn.empty()) a.insert(a.end(), {"-ppn", ppn});
     // -genvnone: each rank keeps its own pod's environment (issue #14).
-    a.insert(a.end(), {"-launcher", "ssh", "-genvnone", "python3", "/app/train.py", "--lr", "0.1"});
+    a.insert(a.end(), {"-launcher", "ssh", "-bind-to", "none", "-genvnone", "python3", "/app/train.py", "--lr", "0.1"});
     return a;
   };
   CHECK(build_mpiexec_command(kBothCpu, r).argv == hydra("m.job:4,w-0.job:8,w-1.job:8", "20", ""));
@@ -86,7 +86,8 @@ TEST_CASE("golden argv: MPICH hydra, every platform case", "[argv]") {
 
 TEST_CASE("golden argv: Intel MPI, every platform case", "[argv]") {
   const auto r = request(MpiFlavour::Intel);
-  const Argv tail = {"-bootstrap", "ssh", "-bootstrap-exec-args", kSsh, "-genvnone", "python3", "/app/train.py", "--lr", "0.1"};
+  const Argv tail = {"-bootstrap", "ssh", "-bootstrap-exec-args", kSsh, "-genvnone", "-genv", "I_MPI_PIN", "off",
+                     "python3", "/app/train.py", "--lr", "0.1"};
   const auto with_tail = [&](Argv a) {
     a.insert(a.end(), tail.begin(), tail.end());
     return a;
@@ -107,6 +108,7 @@ TEST_CASE("exports and user mpiexec args go before the script", "[argv]") {
   LaunchPlan p = kMasterOnly;
   p.exports = {{"OMP_NUM_THREADS", std::nullopt}, {"MODE", std::string("fast")}, {"NCCL_DEBUG", std::nullopt}};
   p.mpi_args = {"--bind-to", "none"};
+  p.binding.mode = BindingMode::User;  // what choose_binding makes of these words (test_cpu_binding.cpp)
   MpiexecRequest r = request(MpiFlavour::OpenMpi4);
   r.ssh.identity_files.clear();
   const Argv ompi = build_mpiexec_command(p, r).argv;

@@ -50,6 +50,30 @@ TEST_CASE("parse_cpu_quantity floors Kubernetes quantities", "[values]") {
   }
 }
 
+TEST_CASE("parse_cpu_quantity is exact however many digits a small value has (issue #27)", "[values]") {
+  const std::string nines(40, '9');
+  const std::string ones(33, '1');
+  const std::pair<std::string, std::int64_t> cases[] = {
+      {"0." + nines, 0},                // was "overflows a 64-bit integer"
+      {ones + "e-30", 111},             // 111.111...
+      {ones + "e-32", 1},
+      {"0." + nines + "Ki", 1023},      // 1023.999...: floored, not rounded
+      {"0." + nines + "e1", 9},
+      {std::string(50, '0') + "4", 4},  // leading zeros carry nothing
+      {"9223372036854775807", 9223372036854775807},
+      {"0.000000000000000000000000000000000000001Ei", 0},
+      {"1" + std::string(40, '0') + "e-40", 1},
+  };
+  for (const auto& [text, want] : cases) {
+    INFO(text);
+    CHECK(parse_cpu_quantity("V", text) == want);
+  }
+  test::require_agent_error([] { parse_cpu_quantity("V", "9223372036854775808"); }, exit_code::kBadEnvironment,
+                            "overflows");
+  test::require_agent_error([] { parse_cpu_quantity("V", "1" + std::string(40, '0') + "e-20"); },
+                            exit_code::kBadEnvironment, "overflows");
+}
+
 TEST_CASE("parse_cpu_quantity rejects non-quantities", "[values]") {
   const std::pair<const char*, const char*> cases[] = {
       {"", "is empty"},           {"-2", "is negative"},         {"four", "is not a CPU quantity"},

@@ -2,6 +2,8 @@
 variables gj-mpirun gives every rank, and checks each one against what the MPI flavour told the
 rank (OMPI_COMM_WORLD_* or PMI_*) and against the other ranks (local ranks per host, host index).
 Then an allreduce and one DDP step that must leave identical weights on every rank.
+Each rank's line ends with the intra-op thread count torch uses (torch.get_num_threads(), which
+follows the OMP_NUM_THREADS gj-mpirun sets) for the launcher's tests to check.
 Prints "TORCHDIST ok ..." per rank, or "TORCHDIST FAIL ..." and exits 1."""
 import os
 import socket
@@ -65,7 +67,7 @@ def main():
         fail("DDP step left different weights on the ranks")
     dist.barrier()
     print(f"TORCHDIST ok rank={rank}/{size} host={socket.gethostname()} local={local}/{local_size} group={group} "
-          f"master={os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}", flush=True)
+          f"master={os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']} threads={torch.get_num_threads()}", flush=True)
     dist.destroy_process_group()
 
 

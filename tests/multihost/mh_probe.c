@@ -5,16 +5,20 @@
 //   ALLREDUCE ok sum=<s> expected=<e>                  rank 0, after the check passed
 //   LOOP <r> iter=<i>                                  with --loop, one per rank per iteration
 //   FAIL <r> exit=<code>                               with --fail, the failing rank, before it exits
-// Usage: mh_probe [--env NAME]... [--loop SECONDS] [--exit CODE] [--fail RANK CODE]
+//   ALLREDUCE_TIME n=<n> median_us=<t>                 with --time N, rank 0: N timed 4-byte allreduces
+// Usage: mh_probe [--env NAME]... [--affinity] [--time N] [--loop SECONDS] [--exit CODE] [--fail RANK CODE]
+// --affinity adds cpus=<how many CPUs the rank may run on> to its RANK line (a rank pinned to a core: 1).
 // --loop keeps doing allreduces (1 per 200 ms) so a lost rank or host stalls or fails the job,
 // which is what the kill tests need. --fail R C: rank R exits with C after the first allreduce,
 // without MPI_Finalize (a training script that dies), while the others go on; C < 0: rank R
 // kills itself with signal -C instead.
 // Exit codes: 0 ok, 2 usage, 3 wrong allreduce result.
 // On an MPICH whose MPI_Finalize can deadlock (see finalize_guard) the probe breaks the deadlock.
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,15 +89,50 @@ static void* finalize_guard(void* arg) {
   return NULL;
 }
 
+// " cpus=<n>": how many CPUs this process may run on (nproc's count).
+static int append_affinity(char* out, size_t room) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return snprintf(out, room, " cpus=?");
+  return snprintf(out, room, " cpus=%d", CPU_COUNT(&set));
+}
+
+static int compare_doubles(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+// n allreduces of one int, each timed on its own; the median over rank 0's calls, in us.
+static double median_allreduce_us(long n, int rank) {
+  double* t = malloc((size_t)n * sizeof *t);
+  int one = rank + 1, sum = 0;
+  for (int warm = 0; warm < 10; ++warm) MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  for (long i = 0; i < n; ++i) {
+    const double t0 = MPI_Wtime();
+    MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    t[i] = (MPI_Wtime() - t0) * 1e6;
+  }
+  qsort(t, (size_t)n, sizeof *t, compare_doubles);
+  const double median = t[n / 2];
+  free(t);
+  return median;
+}
+
 int main(int argc, char** argv) {
   const char* env_names[kMaxEnv];
   int n_env = 0;
   double loop_seconds = 0;
   int exit_code = 0;
   int fail_rank = -1, fail_code = 0;
+  int show_affinity = 0;
+  long timed = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--env") == 0 && i + 1 < argc && n_env < kMaxEnv) {
       env_names[n_env++] = argv[++i];
+    } else if (strcmp(argv[i], "--affinity") == 0) {
+      show_affinity = 1;
+    } else if (strcmp(argv[i], "--time") == 0 && i + 1 < argc && atol(argv[i + 1]) > 0) {
+      timed = atol(argv[++i]);
     } else if (strcmp(argv[i], "--loop") == 0 && i + 1 < argc) {
       loop_seconds = atof(argv[++i]);
     } else if (strcmp(argv[i], "--exit") == 0 && i + 1 < argc) {
@@ -102,7 +141,7 @@ int main(int argc, char** argv) {
       fail_rank = atoi(argv[++i]);
       fail_code = atoi(argv[++i]);
     } else {
-      fprintf(stderr, "mh_probe: unknown argument '%s'; usage: mh_probe [--env NAME]... [--loop S] [--exit CODE] [--fail RANK CODE]\n",
+      fprintf(stderr, "mh_probe: unknown argument '%s'; usage: mh_probe [--env NAME]... [--affinity] [--time N] [--loop S] [--exit CODE] [--fail RANK CODE]\n",
               argv[i]);
       return 2;
     }
@@ -123,6 +162,7 @@ int main(int argc, char** argv) {
     const char* v = getenv(env_names[e]);
     len += snprintf(line + len, sizeof line - (size_t)len, " %s=%s", env_names[e], v ? v : "<unset>");
   }
+  if (show_affinity) len += append_affinity(line + len, sizeof line - (size_t)len);
   printf("%s\n", line);
   fflush(stdout);
 
@@ -143,6 +183,14 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     printf("ALLREDUCE ok sum=%ld expected=%ld\n", sum, expected);
     fflush(stdout);
+  }
+
+  if (timed > 0) {
+    const double median = median_allreduce_us(timed, rank);
+    if (rank == 0) {
+      printf("ALLREDUCE_TIME n=%ld median_us=%.1f\n", timed, median);
+      fflush(stdout);
+    }
   }
 
   const long iterations = (long)(loop_seconds * 5);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Scenario 1: CPU job, master + 2 workers. Slots come from the CPU limits (master 1, workers
 # 2 each), so np = 5 with rank 0 on the master and two ranks on each worker; every rank
-# reports its host; the allreduce gives exactly 1+2+3+4+5 = 15; the master pod exits 0.
+# reports its host; the allreduce gives exactly 1+2+3+4+5 = 15; the master pod exits 0; the
+# workers' logs hold no error line from the readiness probe.
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$@"
 mh_up cpu 2
@@ -15,4 +16,7 @@ mh_assert_grep "allreduce over 5 ranks" '^ALLREDUCE ok sum=15 expected=15$' "$lo
 mh_log "job took $(( $(mh_now_ms) - start )) ms from pod start to master exit"
 for w in cpu-worker-0 cpu-worker-1; do
   mh_assert_grep "$w served the job over ssh" 'Accepted publickey for root' "$(mh_podlog $w)"
+  # The readiness probe exchanges SSH identification strings: a healthy start logs no error.
+  mh_assert_no_grep "$w's log of a healthy start has no kex_exchange_identification error" \
+    'kex_exchange_identification|ssh_dispatch_run_fatal|Connection reset' "$(mh_podlog $w)"
 done

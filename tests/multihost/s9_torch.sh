@@ -2,7 +2,8 @@
 # Scenario 9: an unchanged torch.distributed (gloo) script on a 3-pod job, under the MPI flavour
 # given as the third argument (openmpi or mpich). Master 2 slots, workers 1 each: np = 4, ranks
 # 0-1 on the master (GROUP_RANK 0), rank 2 on worker 0 (1), rank 3 on worker 1 (2). The script
-# checks every torchrun variable, an allreduce and one DDP step (tests/agent/torch_dist_check.py).
+# checks every torchrun variable, an allreduce and one DDP step (tests/agent/torch_dist_check.py);
+# every pod's CPUs equal its ranks, so torch runs 1 thread per rank.
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$1" "$2"
 flavour=${3:?flavour: openmpi or mpich}
@@ -19,5 +20,5 @@ want=("0 tdist-master-0 0/2 0" "1 tdist-master-0 1/2 0" "2 tdist-worker-0 0/1 1"
 for w in "${want[@]}"; do
   read -r r host local group <<<"$w"
   mh_assert_grep "rank $r on $host, LOCAL_RANK/LOCAL_WORLD_SIZE $local, GROUP_RANK $group" \
-    "^TORCHDIST ok rank=$r/4 host=$host local=$local group=$group master=tdist-master-0\\.tdist:[0-9]+\$" "$log"
+    "^TORCHDIST ok rank=$r/4 host=$host local=$local group=$group master=tdist-master-0\\.tdist:[0-9]+ threads=1\$" "$log"
 done

@@ -5,11 +5,14 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "exit_codes.h"
+#include "host_facts.h"
 #include "agent_error.h"
 #include "capture.h"
 #include "child_exit.h"
@@ -38,6 +41,23 @@ bool wait_for_file(const std::string& path, std::chrono::milliseconds limit) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
+}
+
+// Running, not a zombie (a killed process whose new parent has not reaped it yet is gone).
+bool running(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+// Waits up to `limit` for pid to stop running.
+bool ends_within(int pid, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (running(pid) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return !running(pid);
 }
 
 void write_file(const std::string& path, const std::string& text, mode_t mode) {
@@ -212,4 +232,67 @@ TEST_CASE("write_termination_message: one line - only when the file exists") {
   write_file(log, "old content that is longer than the new one\n", 0644);
   gj::write_termination_message_to(log, "workers not reachable:\nh1 refused");
   CHECK(slurp(log) == "workers not reachable: h1 refused\n");
+}
+
+TEST_CASE("supervised, not PID 1: a child that called setsid is ended when the job ends on SIGTERM (issue #27)") {
+  for (int sig : {SIGTERM, SIGINT}) {
+    TempDir dir;
+    const std::string pid_file = dir / "escaped.pid";
+    // The job starts a process in a session of its own (out of the job's process group), which
+    // the kernel re-parents to the supervisor (a subreaper) when the job's shell exits.
+    const std::string script = "setsid sh -c 'echo $$ > " + pid_file + ".tmp; mv " + pid_file + ".tmp " + pid_file +
+                               "; exec sleep 1000' & while :; do sleep 0.05; done";
+    gj::ChildProcess sup = gj::spawn_process(helper({"supervise", "sh", "-c", script}), {});
+    REQUIRE(wait_for_file(pid_file, std::chrono::seconds(10)));
+    const int escaped = std::stoi(slurp(pid_file));
+    REQUIRE(kill(sup.pid, sig) == 0);
+    CAPTURE(sig);
+    CHECK(gj::wait_exit(sup.pid) == 128 + sig);
+    const bool ended = ends_within(escaped, std::chrono::seconds(5));
+    CHECK(ended);
+    if (!ended) kill(escaped, SIGKILL);
+  }
+}
+
+TEST_CASE("capture_output: a helper that forks and hangs is ended with its children (issue #27)") {
+  TempDir dir;
+  const std::string pid_file = dir / "grandchild.pid";
+  const std::string script = "sleep 1000 & echo $! > " + pid_file + "; sleep 1000";
+  bool timed_out = false;
+  try {
+    gj::capture_output({"sh", "-c", script}, std::chrono::milliseconds(500));
+  } catch (const gj::LaunchError& e) {
+    timed_out = e.message.find("did not finish within") != std::string::npos;
+  } catch (const gj::AgentError& e) {
+    FAIL("AgentError " << e.message);
+  }
+  CHECK(timed_out);
+  REQUIRE(wait_for_file(pid_file, std::chrono::seconds(1)));
+  const int grandchild = std::stoi(slurp(pid_file));
+  CHECK(ends_within(grandchild, std::chrono::seconds(2)));
+  // A helper that exits but leaves a child holding its output: the capture times out as for a
+  // hanging helper, and the child is ended too.
+  const std::string left = dir / "left.pid";
+  CHECK_THROWS(gj::capture_output({"sh", "-c", "echo banner; sleep 1000 & echo $! > " + left},
+                                  std::chrono::milliseconds(500)));
+  REQUIRE(wait_for_file(left, std::chrono::seconds(1)));
+  CHECK(ends_within(std::stoi(slurp(left)), std::chrono::seconds(2)));
+}
+
+TEST_CASE("read_pod_path refuses anything but a small regular file, without blocking (issue #27)") {
+  TempDir dir;
+  CHECK_FALSE(gj::read_pod_path(dir.path()).has_value());  // absent
+  write_file(dir / "pod_path", "/opt/conda/bin:/usr/bin", 0600);
+  CHECK(gj::read_pod_path(dir.path()) == std::optional<std::string>("/opt/conda/bin:/usr/bin"));
+  std::filesystem::remove(dir / "pod_path");
+  REQUIRE(mkfifo((dir / "pod_path").c_str(), 0600) == 0);  // would block a plain read forever
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(gj::read_pod_path(dir.path()).has_value());
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  std::filesystem::remove(dir / "pod_path");
+  std::filesystem::create_symlink("/dev/zero", dir / "pod_path");  // would grow without end
+  CHECK_FALSE(gj::read_pod_path(dir.path()).has_value());
+  std::filesystem::remove(dir / "pod_path");
+  write_file(dir / "pod_path", std::string(65 * 1024, 'x'), 0600);
+  CHECK_FALSE(gj::read_pod_path(dir.path()).has_value());
 }

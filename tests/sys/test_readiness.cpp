@@ -1,4 +1,9 @@
 // The readiness gate against loopback listeners, test hosts files and a fake DNS server.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -213,4 +218,27 @@ TEST_CASE("readiness_summary lists a few waiting hosts and counts the rest") {
   CHECK(gj::readiness_summary({hosts[0]}) == "1/1 hosts ready");
   CHECK(gj::readiness_summary({}) == "0/0 hosts ready");
   CHECK(gj::wait_until_ready({}, gj::ReadinessOptions{}, nullptr).all_ready);
+}
+
+TEST_CASE("readiness: a deadline inside the first name lookup reports what the lookup saw (issue #27)") {
+  Fixture f;
+  // A nameserver that never answers: a bound UDP socket nobody reads.
+  const int silent = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  REQUIRE(silent >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(getsockname(silent, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  f.opts.dns_port = ntohs(addr.sin_port);
+  f.opts.dns_timeout = 5s;  // longer than the deadline: the first lookup is still running then
+  f.opts.deadline = 300ms;
+  const auto r = wait({"late-worker.job"}, f.opts);
+  close(silent);
+  CHECK_FALSE(r.all_ready);
+  CHECK(r.hosts[0].state == HostState::Unresolvable);
+  CHECK(r.hosts[0].detail == "name lookup still unanswered at the deadline: not in " + f.opts.hosts_file +
+                                 "; no answer yet from 127.0.0.1 for late-worker.job");
+  CHECK_THAT(gj::readiness_summary(r.hosts), !Catch::Contains("not probed yet"));
 }

@@ -370,3 +370,62 @@ TEST_CASE("real sshd: a port taken by another process or a config sshd rejects i
     CHECK_THAT(e.message, Catch::Contains("-t -f " + setup.state_dir + "/sshd_config rejected the generated configuration"));
   }
 }
+
+namespace {
+
+// What the worker's sshd has written to its log (-e: stderr) so far, after a moment to write it.
+std::string read_log(int fd, std::string& log) {
+  std::this_thread::sleep_for(300ms);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) log.append(buf, static_cast<std::size_t>(n));
+  return log;
+}
+
+}  // namespace
+
+TEST_CASE("real sshd: the readiness probe leaves no error in a healthy worker's log (issue #27)") {
+  if (should_skip()) return;
+  MountedSecret secret;
+  TempDir run("/run");
+  const std::string state = run / "state";
+  const int port = gj::test::free_port();
+  gj::SpawnOptions capture;
+  capture.capture_output = true;
+  gj::ChildProcess worker =
+      gj::spawn_process({kHelper, "worker-sshd", state, secret.dir.path(), std::to_string(port)}, capture);
+  bool up = false;
+  for (int i = 0; i < 500 && !up; ++i) {
+    std::this_thread::sleep_for(10ms);
+    up = accepts(port);
+  }
+  REQUIRE(up);
+  std::string log;
+  read_log(worker.output_fd, log);
+  const std::size_t before = log.size();
+
+  gj::ReadinessOptions opts;
+  opts.port = port;
+  opts.deadline = 10s;
+  opts.ssh_identification = true;  // as the master's gate runs
+  for (int probe = 0; probe < 5; ++probe) {
+    const auto r = gj::wait_until_ready({"127.0.0.1"}, opts, nullptr);
+    REQUIRE(r.all_ready);
+  }
+  const std::string healthy = read_log(worker.output_fd, log).substr(before);
+  INFO("sshd's log of 5 probes:\n" << healthy);
+  CHECK(healthy.find("kex_exchange_identification") == std::string::npos);
+  for (const char* alarming : {"error", "fatal", "Broken pipe", "reset", "Bad protocol", "Invalid"})
+    CHECK(healthy.find(alarming) == std::string::npos);
+  CHECK(healthy.find("[preauth]") != std::string::npos);  // sshd saw the probes: "Connection closed by ..."
+
+  // The bare TCP probe this replaces: the error line the issue is about (so the check above can fail).
+  opts.ssh_identification = false;
+  REQUIRE(gj::wait_until_ready({"127.0.0.1"}, opts, nullptr).all_ready);
+  const std::size_t bare_from = log.size();
+  CHECK(read_log(worker.output_fd, log).substr(bare_from).find("kex_exchange_identification") != std::string::npos);
+
+  kill(worker.pid, SIGTERM);
+  gj::wait_exit(worker.pid);
+  close(worker.output_fd);
+}

@@ -18,14 +18,18 @@ CaptureResult run_and_capture(const std::vector<std::string>& argv, std::size_t 
                               std::chrono::milliseconds timeout) {
   SpawnOptions opt;
   opt.capture_output = true;
+  // Its own process group: a helper that forks (a wrapper script around mpiexec) is ended whole,
+  // children included, here and by a termination signal (termination.h).
+  opt.new_process_group = true;
   ChildProcess child = spawn_process(argv, opt);
+  const auto end_group = [&] { ::kill(-child.pid, SIGKILL); };
   CaptureResult result;
   char buf[4096];
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      ::kill(child.pid, SIGKILL);
+      end_group();
       ::close(child.output_fd);
       wait_exit(child.pid);
       throw_launch_error(exit_code::kSetupFailed, "`" + argv[0] + (argv.size() > 1 ? " " + argv[1] : std::string()) +
@@ -47,13 +51,14 @@ CaptureResult run_and_capture(const std::vector<std::string>& argv, std::size_t 
     std::size_t room = max_bytes > result.output.size() ? max_bytes - result.output.size() : 0;
     result.output.append(buf, std::min<std::size_t>(room, static_cast<std::size_t>(n)));
     if (result.output.size() >= max_bytes) {  // enough: what follows is not read at all
-      ::kill(child.pid, SIGKILL);
+      end_group();
       result.truncated = true;
       break;
     }
   }
   ::close(child.output_fd);
   result.status = wait_exit(child.pid);
+  end_group();  // what the helper left behind in its group (it closed our pipe, or never had it)
   return result;
 }
 

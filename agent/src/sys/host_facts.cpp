@@ -2,7 +2,9 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +15,7 @@
 #include "agent_error.h"
 #include "exit_codes.h"
 #include "private_files.h"
+#include "warnings.h"
 
 namespace gj {
 
@@ -31,10 +34,28 @@ void write_pod_path(const std::string& state_dir, const std::string& path) {
 }
 
 std::optional<std::string> read_pod_path(const std::string& state_dir) {
-  std::ifstream in(state_dir + "/pod_path", std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.empty() || text.size() > 64 * 1024) return std::nullopt;
+  // Every rank reads this file: anything but a small regular file (a FIFO would block the rank,
+  // a link to /dev/zero would never end) is refused before a byte is read.
+  constexpr std::size_t kMaxBytes = 64 * 1024;
+  const std::string path = state_dir + "/pod_path";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT) warn("not using " + path + " (the pod's PATH for ranks): open failed: " + std::strerror(errno));
+    return std::nullopt;
+  }
+  struct stat st {};
+  std::string text;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) > kMaxBytes) {
+    warn("not using " + path + " (the pod's PATH for ranks): not a regular file of at most 64 KiB; " +
+         "remove it and restart the worker pod");
+  } else {
+    char buf[4096];
+    ssize_t n;
+    while (text.size() <= kMaxBytes && (n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > kMaxBytes) text.clear();
+  }
+  ::close(fd);
+  if (text.empty()) return std::nullopt;
   return text;
 }
 

@@ -43,7 +43,7 @@ void ask_launcher_to_abort(int pmi_fd, int status) {
 
 }  // namespace
 
-int run_rank_guarded(const std::vector<std::string>& argv, int pmi_fd) {
+int run_rank_guarded(const std::vector<std::string>& argv, int pmi_fd, const Environment* environment) {
   // Installed before the fork: the child's caught signals return to their defaults at exec,
   // and one arriving before that finds no pid to pass it to.
   pass_signals_on();
@@ -51,6 +51,7 @@ int run_rank_guarded(const std::vector<std::string>& argv, int pmi_fd) {
   opt.stdin_devnull = false;  // the rank's stdin is the launcher's
   opt.keep_signal_state = true;
   opt.die_with_parent = true;
+  opt.environment = environment;
   const ChildProcess program = spawn_process(argv, opt);
   g_program_pid = program.pid;
   if (const int early = g_early_signal; early != 0) ::kill(program.pid, early);

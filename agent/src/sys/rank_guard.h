@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "spawn.h"
+
 namespace gj {
 
 // Runs argv (through PATH) as a child with the signal state this process was given, passes
@@ -17,6 +19,7 @@ namespace gj {
 // code, or the same signal. Before that, when the child failed (non-zero or a signal), writes
 // PMI-1's "cmd=abort exitcode=<shell status>" to pmi_fd (best effort). The child gets SIGKILL if
 // this process is killed. Throws LaunchError 126/127 when argv cannot run.
-int run_rank_guarded(const std::vector<std::string>& argv, int pmi_fd);
+// environment: the program's (nullptr: this process's).
+int run_rank_guarded(const std::vector<std::string>& argv, int pmi_fd, const Environment* environment = nullptr);
 
 }  // namespace gj

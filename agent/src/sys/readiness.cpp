@@ -23,6 +23,7 @@
 #include "capture.h"
 #include "child_exit.h"
 #include "spawn.h"
+#include "quote.h"
 #include "resolver.h"
 
 namespace gj {
@@ -66,9 +67,12 @@ using std::chrono::milliseconds;
 constexpr std::uint64_t kResolverTag = 0;
 constexpr std::uint64_t kConnectKind = 1;
 constexpr std::uint64_t kLoginKind = 2;
+constexpr std::uint64_t kIdentKind = 3;
+// Our side of the SSH identification exchange (RFC 4253 4.2); sshd logs it at debug level only.
+constexpr char kProbeIdentification[] = "SSH-2.0-gj-mpirun-readiness\r\n";
 std::uint64_t event_tag(std::uint64_t kind, std::size_t host) { return (kind << 56) | (host + 1); }
 
-enum class Phase { Idle, Resolving, ConnectQueued, Connecting, LoginQueued, LoggingIn, Done };
+enum class Phase { Idle, Resolving, ConnectQueued, Connecting, Identifying, Closing, LoginQueued, LoggingIn, Done };
 
 struct Probe {
   Phase phase = Phase::Idle;
@@ -169,6 +173,7 @@ class Gate {
       for (int e = 0; e < n; ++e) dispatch(events[e].data.u64, now);
       handle_resolutions(now);
     }
+    describe_unfinished_probes();
     ReadinessReport report;
     report.all_ready = ready_ == probes_.size();
     report.elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
@@ -177,6 +182,41 @@ class Gate {
   }
 
  private:
+  // A host whose probe was still running at the deadline has no recorded result yet: say what
+  // that probe had seen, not "not probed yet".
+  void describe_unfinished_probes() {
+    for (std::size_t i = 0; i < probes_.size(); ++i) {
+      if (status_[i].state == HostState::Ready || !status_[i].detail.empty()) continue;
+      const Probe& p = probes_[i];
+      switch (p.phase) {
+        case Phase::Resolving: {
+          const std::string seen = resolver_->in_flight_note(i);
+          status_[i].state = HostState::Unresolvable;
+          status_[i].detail = "name lookup still unanswered at the deadline" + (seen.empty() ? "" : ": " + seen);
+          break;
+        }
+        case Phase::ConnectQueued:
+        case Phase::Connecting:
+          status_[i].state = HostState::TimedOut;
+          status_[i].detail = "TCP connect still pending at the deadline" +
+                              (p.phase == Phase::Connecting ? " (" + where(p) + ")" : std::string());
+          break;
+        case Phase::Identifying:
+        case Phase::Closing:
+          status_[i].state = HostState::TimedOut;
+          status_[i].detail = "TCP ok; the SSH banner exchange was still running at the deadline (" + where(p) + ")";
+          break;
+        case Phase::LoginQueued:
+        case Phase::LoggingIn:
+          status_[i].state = HostState::SshFailed;
+          status_[i].detail = "TCP ok; the ssh login check was still running at the deadline";
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
   void set_timer(std::size_t i, Clock::time_point at) {
     timers_.push({at, i, ++probes_[i].timer_generation});
   }
@@ -199,6 +239,16 @@ class Gate {
         close_connect(i);
         record_failure(i, HostState::TimedOut,
              "connect timed out after " + std::to_string(opts_.connect_timeout.count()) + " ms (" + where(p) + ")", now);
+        break;
+      case Phase::Identifying:
+        close_connect(i);
+        record_failure(i, HostState::TimedOut,
+                       "no SSH banner within " + std::to_string(opts_.connect_timeout.count()) + " ms (" + where(p) + ")",
+                       now);
+        break;
+      case Phase::Closing:  // the banner came; the server is slow to close: ready all the same
+        close_connect(i);
+        tcp_ok(i, now);
         break;
       case Phase::LoggingIn:
         if (now >= p.op_deadline) {
@@ -257,8 +307,7 @@ class Gate {
     }
     ++connects_;
     if (::connect(p.fd, reinterpret_cast<sockaddr*>(&sa), len) == 0) {
-      close_connect(i);
-      tcp_ok(i, now);
+      connected(i, now);
       return;
     }
     if (errno != EINPROGRESS) {
@@ -303,12 +352,81 @@ class Gate {
       int err = 0;
       socklen_t len = sizeof err;
       if (::getsockopt(probes_[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-      close_connect(i);
-      if (err == 0) tcp_ok(i, now);
-      else connect_failed(i, err, now);
+      if (err == 0) {
+        connected(i, now);
+      } else {
+        close_connect(i);
+        connect_failed(i, err, now);
+      }
+      pump_connects(now);
+    } else if (kind == kIdentKind && (probes_[i].phase == Phase::Identifying || probes_[i].phase == Phase::Closing)) {
+      read_identification(i, now);
       pump_connects(now);
     } else if (kind == kLoginKind && probes_[i].phase == Phase::LoggingIn) {
       read_login_output(i, now);
+    }
+  }
+
+  // TCP connected: ready (or on to the login check), or first the SSH identification exchange.
+  void connected(std::size_t i, Clock::time_point now) {
+    if (!opts_.ssh_identification) {
+      close_connect(i);
+      tcp_ok(i, now);
+      return;
+    }
+    Probe& p = probes_[i];
+    if (::send(p.fd, kProbeIdentification, sizeof kProbeIdentification - 1, MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(sizeof kProbeIdentification - 1)) {
+      const int e = errno;
+      close_connect(i);
+      connect_failed(i, e, now);
+      return;
+    }
+    ::epoll_ctl(epoll_, EPOLL_CTL_DEL, p.fd, nullptr);  // registered for EPOLLOUT when connect was pending
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = event_tag(kIdentKind, i);
+    if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, p.fd, &ev) != 0)
+      throw LaunchError{exit_code::kInternal, std::string("epoll_ctl(ADD) failed: ") + std::strerror(errno)};
+    p.output.clear();
+    p.phase = Phase::Identifying;
+    set_timer(i, now + opts_.connect_timeout);
+  }
+
+  // Identifying: the server's first line must start with "SSH-"; then we send FIN and read to
+  // EOF (Closing), so that sshd sees an orderly close and no reset.
+  void read_identification(std::size_t i, Clock::time_point now) {
+    Probe& p = probes_[i];
+    char buf[512];
+    for (;;) {
+      const ssize_t n = ::recv(p.fd, buf, sizeof buf, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return;
+      if (n > 0 && p.phase == Phase::Closing) continue;  // sshd's key exchange offer: not read
+      if (n > 0) {
+        p.output.append(buf, static_cast<std::size_t>(n));
+        const auto eol = p.output.find('\n');
+        if (eol == std::string::npos && p.output.size() < 256) continue;
+        if (p.output.compare(0, 4, "SSH-") != 0) {
+          const std::string first = p.output.substr(0, std::min<std::size_t>(eol, 64));
+          close_connect(i);
+          record_failure(i, HostState::ConnectFailed,
+                         "port answers but not as an SSH server (first bytes " + quoted_value(first) + ", " + where(p) + ")",
+                         now);
+          return;
+        }
+        ::shutdown(p.fd, SHUT_WR);
+        p.phase = Phase::Closing;
+        set_timer(i, now + opts_.connect_timeout);
+        continue;
+      }
+      // EOF (or an error): after the banner the exchange is done; before it, sshd refused us
+      // (MaxStartups, a TCP wrapper) or something else listens there.
+      const bool banner_seen = p.phase == Phase::Closing;
+      close_connect(i);
+      if (banner_seen) tcp_ok(i, now);
+      else record_failure(i, HostState::ConnectFailed, "connection closed before an SSH banner (" + where(p) + ")", now);
+      return;
     }
   }
 

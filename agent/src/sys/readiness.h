@@ -33,7 +33,13 @@ struct ReadinessOptions {
   std::vector<std::string> ssh_login_prefix;
 
   // Defaults suit a Kubernetes pod; tests inject shorter ones:
-  std::chrono::milliseconds connect_timeout{std::chrono::seconds(2)};  // one TCP attempt
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(2)};  // one TCP attempt (and its banner)
+  // After TCP connects, exchange SSH identification strings (send ours, read the server's
+  // "SSH-..." line, close politely): a host is Ready only when an SSH server answers, and sshd
+  // logs the probe as an ordinary closed connection ("Connection closed by ... [preauth]", level
+  // INFO) instead of the "kex_exchange_identification: Connection closed by remote host" error a
+  // bare TCP connect leaves in every healthy worker's log. Off: TCP connect only.
+  bool ssh_identification = false;
   // Retry cap while a host refuses connections: its pod is up and sshd is about to listen, and
   // a refusal costs one RST, so it is retried often (this bounds listen -> ready latency).
   std::chrono::milliseconds refused_backoff_cap{100};

@@ -210,6 +210,21 @@ std::string AsyncResolver::failure_reason(const Lookup& l) const {
   return "not in " + config_.hosts_file + "; " + join(parts, "; ");
 }
 
+std::string AsyncResolver::in_flight_note(std::size_t token) const {
+  const auto it = lookups_.find(token);
+  if (it == lookups_.end()) {
+    for (const auto& w : waiting_)
+      if (w.first == token) return "not in " + config_.hosts_file + "; waiting for a DNS lookup slot";
+    return "";
+  }
+  const Lookup& l = it->second;
+  std::string out = failure_reason(l);
+  if (l.name_index < l.names.size() && l.server_index < l.servers.size())
+    out += std::string(out.back() == ' ' ? "" : "; ") + "no answer yet from " + l.servers[l.server_index].to_string() +
+           " for " + l.names[l.name_index];
+  return out;
+}
+
 void AsyncResolver::finish(std::size_t token, std::vector<IpAddress> addrs, std::string reason) {
   cancel(token);
   completed_.push_back({token, std::move(addrs), std::move(reason)});

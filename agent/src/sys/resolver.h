@@ -52,6 +52,9 @@ class AsyncResolver {
   void on_tick(Clock::time_point now);
   std::optional<Clock::time_point> next_deadline() const;
   std::vector<Resolution> take_completed();
+  // What an unfinished lookup for `token` has seen so far ("not in /etc/hosts; no answer yet
+  // from 10.0.0.10 for x.job"), for a deadline that falls inside it; "" when there is none.
+  std::string in_flight_note(std::size_t token) const;
 
  private:
   struct Lookup {

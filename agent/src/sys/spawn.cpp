@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "exit_codes.h"
+#include "defaults.h"
 #include "internal.h"
 #include "path_lookup.h"
 #include "termination.h"
@@ -65,12 +66,37 @@ std::vector<char*> exec_argv(const std::vector<std::string>& argv) {
   return cargv;
 }
 
-[[noreturn]] void exec_in_place(const std::vector<std::string>& argv, bool reset_signals) {
+// The block execve takes and the PATH argv[0] is looked up in; points into `environment`.
+struct ExecEnvironment {
+  std::vector<char*> block;
+  std::string path;
+  char** envp() { return block.empty() ? environ : block.data(); }
+};
+
+ExecEnvironment exec_environment(const Environment* environment) {
+  ExecEnvironment out;
+  if (environment == nullptr) {
+    out.path = current_path_env();
+    return out;
+  }
+  out.block.reserve(environment->size() + 1);
+  for (const auto& entry : *environment) {
+    out.block.push_back(const_cast<char*>(entry.c_str()));
+    if (entry.compare(0, 5, "PATH=") == 0) out.path = entry.substr(5);
+  }
+  out.block.push_back(nullptr);
+  if (out.path.empty()) out.path = defaults::kShellPath;
+  return out;
+}
+
+[[noreturn]] void exec_in_place(const std::vector<std::string>& argv, const Environment* environment,
+                                bool reset_signals) {
   if (argv.empty()) throw_launch_error(exit_code::kInternal, "exec: empty argv (a bug in the caller)");
-  const std::string path = resolve_executable(argv[0], current_path_env());
+  ExecEnvironment env = exec_environment(environment);
+  const std::string path = resolve_executable(argv[0], env.path);
   std::vector<char*> cargv = exec_argv(argv);
   if (reset_signals) reset_signals_for_exec();
-  ::execve(path.c_str(), cargv.data(), environ);
+  ::execve(path.c_str(), cargv.data(), env.envp());
   int e = errno;
   throw_launch_error(exec_failure_code(e), exec_failure_message(path, e));
 }
@@ -79,10 +105,12 @@ std::vector<char*> exec_argv(const std::vector<std::string>& argv) {
 
 ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty()) throw_launch_error(exit_code::kInternal, "spawn_process: empty argv (a bug in the caller)");
-  const std::string path = resolve_executable(argv[0], current_path_env());
+  ExecEnvironment env = exec_environment(options.environment);
+  const std::string path = resolve_executable(argv[0], env.path);
 
   // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
   std::vector<char*> cargv = exec_argv(argv);
+  char** const envp = env.envp();
 
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) throw_syscall_error("pipe2", errno);
@@ -118,10 +146,10 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
       if (::getppid() != parent) _exit(exit_code::kInternal);  // the parent died before prctl
     }
     if (!options.keep_signal_state) reset_signals_for_exec();
-    ::execve(path.c_str(), cargv.data(), environ);
+    ::execve(path.c_str(), cargv.data(), envp);
     child_report(report[1], 2, errno);
   }
-  remember_child(pid, false);  // a termination signal from here on also ends this child
+  remember_child(pid, false, options.new_process_group);  // a termination signal from here on also ends it
   close_quietly(report[1]);
   close_quietly(out[1]);
   close_quietly(devnull);
@@ -149,8 +177,12 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
   return ChildProcess{pid, out[0]};
 }
 
-void exec_job(const std::vector<std::string>& argv) { exec_in_place(argv, true); }
+void exec_job(const std::vector<std::string>& argv, const Environment* environment) {
+  exec_in_place(argv, environment, true);
+}
 
-void exec_rank(const std::vector<std::string>& argv) { exec_in_place(argv, false); }
+void exec_rank(const std::vector<std::string>& argv, const Environment& environment) {
+  exec_in_place(argv, &environment, false);
+}
 
 }  // namespace gj

@@ -16,6 +16,11 @@ struct ChildProcess {
   int output_fd = -1;
 };
 
+// The environment a program gets: "NAME=value" entries, as execve takes them. The agent builds it
+// from the environment main() copied once plus what the plan adds, and passes it here; nothing
+// in gj-mpirun changes its own environment.
+using Environment = std::vector<std::string>;
+
 struct SpawnOptions {
   bool new_process_group = false;  // child calls setpgid(0, 0)
   bool capture_output = false;     // stdout+stderr into a pipe (ChildProcess::output_fd, O_NONBLOCK)
@@ -23,6 +28,7 @@ struct SpawnOptions {
   bool foreground_tty = false;     // with new_process_group: make it the terminal's foreground group
   bool keep_signal_state = false;  // leave the inherited mask and ignored signals as they are
   bool die_with_parent = false;    // the child gets SIGKILL when this process dies (PR_SET_PDEATHSIG)
+  const Environment* environment = nullptr;  // the child's environment and PATH; nullptr: this process's
 };
 
 // fork + exec of argv, with an empty signal mask and default signal dispositions in the child
@@ -33,12 +39,13 @@ struct SpawnOptions {
 ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOptions& options);
 
 // Replaces this process with argv, with default signal dispositions and an empty mask whatever
-// we inherited (nohup, a careless parent). Returns only by throwing.
-[[noreturn]] void exec_job(const std::vector<std::string>& argv);
+// we inherited (nohup, a careless parent). argv[0] is looked up in the environment's PATH;
+// nullptr: this process's environment. Returns only by throwing.
+[[noreturn]] void exec_job(const std::vector<std::string>& argv, const Environment* environment = nullptr);
 
 // A rank's exec (gj-mpirun --rank-exec): the signal dispositions and mask the MPI launcher gave
 // this process are left as they are, as if it had started the program itself (hydra's ranks
 // rely on what their proxy set). Returns only by throwing.
-[[noreturn]] void exec_rank(const std::vector<std::string>& argv);
+[[noreturn]] void exec_rank(const std::vector<std::string>& argv, const Environment& environment);
 
 }  // namespace gj

@@ -2,12 +2,18 @@
 // (sigtimedwait), forward them to the job's process group, and reap every child that reaches us.
 #include "supervise.h"
 
+#include <dirent.h>
 #include <signal.h>
+#include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "child_exit.h"
@@ -42,7 +48,48 @@ void terminate_target(int target, std::chrono::milliseconds grace) {
   ::kill(target, SIGKILL);
 }
 
-int supervise(const std::vector<std::string>& argv) {
+// The processes the kernel re-parented to us as a subreaper (a job's child that called setsid
+// left its process group, so ending the group misses it): /proc/<pid>/stat's parent field.
+std::vector<int> adopted_children() {
+  std::vector<int> out;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return out;
+  const int self = ::getpid();
+  while (const dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string text;
+    std::getline(stat, text);
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so parse after the last ')'.
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 1));
+    char state = 0;
+    long ppid = 0;
+    if (rest >> state >> ppid && ppid == self && state != 'Z') out.push_back(static_cast<int>(pid));
+  }
+  ::closedir(proc);
+  return out;
+}
+
+// SIGTERM to every adopted child, up to `grace` for them to go, then SIGKILL (reaping as we go).
+void end_adopted_children(std::chrono::milliseconds grace) {
+  std::vector<int> left = adopted_children();
+  if (left.empty()) return;
+  for (int pid : left) ::kill(pid, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + grace;
+  while (!left.empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    reap_available();
+    left = adopted_children();
+  }
+  for (int pid : left) ::kill(pid, SIGKILL);
+  reap_available();
+}
+
+int supervise(const std::vector<std::string>& argv, const Environment* environment) {
   // Orphans of the job are reparented to us instead of to PID 1 of the container (or of
   // the host), so we can reap them even when we are not PID 1.
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) throw_syscall_error("prctl(PR_SET_CHILD_SUBREAPER)", errno);
@@ -63,6 +110,7 @@ int supervise(const std::vector<std::string>& argv) {
     opt.new_process_group = true;
     opt.stdin_devnull = false;  // the job owns our stdin
     opt.foreground_tty = true;
+    opt.environment = environment;
     job = spawn_process(argv, opt);
   } catch (...) {
     ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
@@ -98,6 +146,7 @@ int supervise(const std::vector<std::string>& argv) {
   // started for it (the master's sshd), must not outlive it.
   terminate_target(-group, std::chrono::seconds(2));
   terminate_owned_processes(std::chrono::seconds(2));
+  end_adopted_children(std::chrono::seconds(2));
   reap_available();
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   // mpiexec catches SIGTERM, tears the job down and exits 1, which would hide why the pod
@@ -111,9 +160,9 @@ int supervise(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-int run_job(const std::vector<std::string>& argv, bool supervise_job) {
-  if (supervise_job) return supervise(argv);
-  exec_job(argv);
+int run_job(const std::vector<std::string>& argv, bool supervise_job, const Environment* environment) {
+  if (supervise_job) return supervise(argv, environment);
+  exec_job(argv, environment);
 }
 
 }  // namespace gj

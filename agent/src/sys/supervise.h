@@ -7,11 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "spawn.h"
+
 namespace gj {
 
 // supervise false: exec_job(argv) (never returns). true: returns the job's exit status as the
 // shell does (code, or 128+N when killed by signal N; 128+N also when the job exits non-zero
 // after we passed it termination signal N). Exec failures: 127 not found, 126 not executable.
-int run_job(const std::vector<std::string>& argv, bool supervise);
+// environment: the job's (nullptr: this process's).
+int run_job(const std::vector<std::string>& argv, bool supervise, const Environment* environment = nullptr);
 
 }  // namespace gj

@@ -14,8 +14,9 @@ namespace gj {
 void install_termination_handlers();
 
 // The child table (spawn_process, the waits and the process registry keep it). owned: the
-// background sshd, stopped gently.
-void remember_child(int pid, bool owned);
+// background sshd, stopped gently. group: the child leads its own process group, which the
+// signal ends whole (a helper's own children too).
+void remember_child(int pid, bool owned, bool group = false);
 void forget_child(int pid);
 
 }  // namespace gj
