@@ -25,6 +25,8 @@ fi
 exec unshare --mount --pid --fork --propagation private bash -c '
   set -e
   root=$1 src=$2 ccache=$3; shift 3
+  # The root a mount point of its own: ip netns exec (the multi-host tests) remounts / rslave.
+  mount --bind "$root" "$root"
   mkdir -p "$root/src"
   mount --bind "$src" "$root/src"
   mount -t proc proc "$root/proc"
