@@ -1,3 +1,4 @@
+#include "text.h"
 #include "cgroup_cpu.h"
 
 #include <sstream>
@@ -12,12 +13,6 @@ bool read_micros(const std::string& word, long long& out) {
   if (word.empty() || word.size() > 18 || word.find_first_not_of("0123456789") != std::string::npos) return false;
   out = std::stoll(word);
   return out > 0;
-}
-
-std::string trimmed(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\n") - b + 1);
 }
 
 // The quota word against the file's "no quota" word, in CPUs of period_us.
@@ -42,9 +37,9 @@ CpuQuota parse_cpu_max(const std::string& text) {
 
 CpuQuota parse_cfs_quota(const std::string& quota_text, const std::string& period_text) {
   long long period_us = 0;
-  if (!read_micros(trimmed(period_text), period_us))
+  if (!read_micros(trim(period_text), period_us))
     return {false, 0, "cpu.cfs_period_us " + quoted_value(period_text) + " is not a positive number of microseconds"};
-  return quota_in_cpus(trimmed(quota_text), "-1", period_us, "cpu.cfs_quota_us " + quoted_value(quota_text));
+  return quota_in_cpus(trim(quota_text), "-1", period_us, "cpu.cfs_quota_us " + quoted_value(quota_text));
 }
 
 std::optional<CgroupPath> cpu_cgroup_path(const std::string& proc_cgroup_text) {

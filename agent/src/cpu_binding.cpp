@@ -1,3 +1,4 @@
+#include "text.h"
 #include "cpu_binding.h"
 
 #include <algorithm>
@@ -5,8 +6,6 @@
 
 namespace gj {
 namespace {
-
-bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
 // An mpiexec option's name without its leading dashes and any "=value" (Open MPI takes both
 // -bind-to and --bind-to, hydra -bind-to).

@@ -1,3 +1,4 @@
+#include "text.h"
 #include "env_forwarding.h"
 
 #include <algorithm>
@@ -14,10 +15,6 @@ bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])) != 0) return false;
   return std::all_of(s.begin(), s.end(),
                      [](unsigned char c) { return std::isalnum(c) != 0 || c == '_'; });
-}
-
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
 }
 
 void add(std::vector<ForwardedVar>& vars, ForwardedVar v) {

@@ -1,6 +1,6 @@
 // Master side: which variables mpiexec forwards (-x / -genv) to every rank: a documented
 // default set of job-wide knobs plus --export requests. (Worker side, the pod environment every
-// ssh session gets, is sys/session_env.h.) Secret-looking names: sys/session_env.h.
+// ssh session gets, is session_env.h in the text library.) Secret-looking names: session_env.h.
 #pragma once
 
 #include <optional>

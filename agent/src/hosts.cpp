@@ -1,3 +1,4 @@
+#include "text.h"
 #include "hosts.h"
 
 #include <unordered_map>
@@ -13,13 +14,6 @@ std::string lower(std::string s) {
   for (char& c : s)
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return s;
-}
-
-std::string trim(const std::string& s) {
-  const char* ws = " \t\r\n";
-  const auto b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
 }  // namespace

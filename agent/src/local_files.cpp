@@ -1,3 +1,4 @@
+#include "text.h"
 #include "local_files.h"
 
 #include <fcntl.h>
@@ -18,10 +19,6 @@ namespace gj {
 namespace {
 
 std::string errno_text() { return std::strerror(errno); }
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string current_dir() {
   char buf[4096];

@@ -1,16 +1,8 @@
+#include "text.h"
 #include "mpiexec_argv.h"
 
 namespace gj {
 namespace {
-
-std::string join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (const auto& p : parts) {
-    if (!out.empty()) out += sep;
-    out += p;
-  }
-  return out;
-}
 
 void append(std::vector<std::string>& argv, const std::vector<std::string>& more) {
   argv.insert(argv.end(), more.begin(), more.end());

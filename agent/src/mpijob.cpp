@@ -1,3 +1,4 @@
+#include "text.h"
 #include "mpijob.h"
 
 #include <climits>
@@ -10,13 +11,6 @@
 
 namespace gj {
 namespace {
-
-std::string trim(const std::string& s) {
-  const char* ws = " \t\r";
-  const auto b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
 
 [[noreturn]] void bad_line(const std::string& origin, std::size_t line, const std::string& text, const std::string& why) {
   throw AgentError{exit_code::kBadEnvironment, origin + " line " + std::to_string(line) + " " + quoted_value(text) + ": " +

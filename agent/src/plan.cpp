@@ -1,3 +1,4 @@
+#include "text.h"
 #include "plan.h"
 
 #include <algorithm>
@@ -10,10 +11,6 @@
 
 namespace gj {
 namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::int64_t checked_np(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
   std::int64_t ab = 0;

@@ -96,7 +96,7 @@ LaunchPlan plan_master(const JobSpec& spec, const std::optional<HostList>& worke
                        const EnvMap& env);
 
 // The sshd a worker becomes (and the master starts): session_env is the pod environment
-// already filtered for sshd (filter_session_env in sys/session_env.h).
+// already filtered for sshd (filter_session_env in session_env.h).
 SshdSetup plan_sshd(const AgentSettings& settings, std::vector<std::pair<std::string, std::string>> session_env);
 
 // The command exec_worker_sshd runs, for dry-run display: sshd -D -e -f <state_dir>/sshd_config.

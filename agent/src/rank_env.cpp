@@ -1,3 +1,4 @@
+#include "text.h"
 #include "rank_env.h"
 
 #include <algorithm>
@@ -15,21 +16,6 @@ namespace {
 [[noreturn]] void bad_spec(const std::string& text, const std::string& why) {
   throw AgentError{exit_code::kUsage, std::string(kRankExecFlag) + " " + quoted_value(text) + ": " + why +
                                           " (gj-mpirun writes this argument itself; do not pass it by hand)"};
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
 }
 
 // Far more hosts than any job has; a spec beyond it is not one gj-mpirun wrote.

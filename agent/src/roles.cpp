@@ -57,38 +57,39 @@ struct Flavour {
   std::string source;
 };
 
-Flavour choose_flavour(const AgentSettings& s, bool dry_run) {
-  if (s.mpi) return {*s.mpi, "from --mpi/GJ_MPI"};
+Flavour choose_flavour(const AgentSettings& settings, bool dry_run) {
+  if (settings.mpi) return {*settings.mpi, "from --mpi/GJ_MPI"};
   std::string out;
-  spdlog::info("detecting the MPI flavour: `{} --version` (up to {} s; --mpi skips this)", s.mpiexec, s.detect_timeout_s);
+  spdlog::info("detecting the MPI flavour: `{} --version` (up to {} s; --mpi skips this)", settings.mpiexec,
+               settings.detect_timeout_s);
   try {
-    out = capture_output({s.mpiexec, "--version"}, std::chrono::seconds(s.detect_timeout_s));
+    out = capture_output({settings.mpiexec, "--version"}, std::chrono::seconds(settings.detect_timeout_s));
   } catch (const LaunchError& e) {
     if (!dry_run) throw LaunchError{e.exit_code, e.message + "; pass --mpi=openmpi|openmpi5|mpich|intel to skip detection"};
-    spdlog::warn("`{} --version` failed ({}); the dry run assumes Open MPI 4", s.mpiexec, e.message);
+    spdlog::warn("`{} --version` failed ({}); the dry run assumes Open MPI 4", settings.mpiexec, e.message);
     return {MpiFlavour::OpenMpi4, "assumed: `mpiexec --version` failed"};
   }
   if (const std::string defect = known_mpi_defect(out); !defect.empty()) spdlog::warn("{}", defect);
-  if (const auto f = detect_flavour(out)) return {*f, "detected from `" + s.mpiexec + " --version`"};
+  if (const auto f = detect_flavour(out)) return {*f, "detected from `" + settings.mpiexec + " --version`"};
   const std::string first_line = out.substr(0, out.find('\n'));
-  throw AgentError{exit_code::kBadEnvironment, "cannot tell the MPI flavour from `" + s.mpiexec + " --version` (" +
+  throw AgentError{exit_code::kBadEnvironment, "cannot tell the MPI flavour from `" + settings.mpiexec + " --version` (" +
                                                    quoted_value(first_line) + "); pass --mpi=openmpi|openmpi5|mpich|intel"};
 }
 
-std::string unreachable_message(const ReadinessReport& r, std::int64_t timeout_s) {
-  return "workers not reachable after " + std::to_string(timeout_s) + " s: " + readiness_summary(r.hosts, 16) +
+std::string unreachable_message(const ReadinessReport& report, std::int64_t timeout_s) {
+  return "workers not reachable after " + std::to_string(timeout_s) + " s: " + readiness_summary(report.hosts, 16) +
          "; check that the worker pods run gj-mpirun and that the job's headless service exists, or raise "
          "--ready-timeout";
 }
 
 // The sshd this pod runs, serving its environment to every ssh session (every rank here).
-SshdSetup sshd_setup(const AgentSettings& s, const EnvMap& env) {
+SshdSetup sshd_setup(const AgentSettings& settings, const EnvMap& env) {
   SessionEnv filtered = filter_session_env(EnvList(env.begin(), env.end()));
   for (const auto& skip : filtered.skipped) {
     if (skip.loss) spdlog::warn("session environment: not passing {} to ranks: {}", skip.name, skip.reason);
     else spdlog::debug("session environment: skipping {}: {}", skip.name, skip.reason);
   }
-  return plan_sshd(s, std::move(filtered.kept));
+  return plan_sshd(settings, std::move(filtered.kept));
 }
 
 // MASTER_PORT must be free on the first rank's host: asked of the kernel when that host is this
@@ -117,20 +118,20 @@ void write_stdout(const std::string& out) {
                                                 "; give it a writable stdout"};
 }
 
-bool should_supervise(Supervise s) {
-  if (s == Supervise::On) return true;
-  if (s == Supervise::Off) return false;
+bool should_supervise(Supervise mode) {
+  if (mode == Supervise::On) return true;
+  if (mode == Supervise::Off) return false;
   return getpid() == 1;  // PID 1 must reap zombies and forward signals; otherwise exec is simpler
 }
 
 // The operator names the flavour by the hostfile variable it sets; Open MPI 4 and 5 share it,
 // so `mpiexec --version` still tells them apart (Open MPI 4 when it cannot).
-Flavour mpijob_flavour(const AgentSettings& s, const MpiJobEnv& mpijob, bool dry_run) {
-  if (s.mpi || !mpijob.flavour) return choose_flavour(s, dry_run);
+Flavour mpijob_flavour(const AgentSettings& settings, const MpiJobEnv& mpijob, bool dry_run) {
+  if (settings.mpi || !mpijob.flavour) return choose_flavour(settings, dry_run);
   const std::string from = "from the operator's " + mpijob.hostfile_variable;
   if (*mpijob.flavour != MpiFlavour::OpenMpi4) return {*mpijob.flavour, from};
   try {
-    if (const auto f = detect_flavour(capture_output({s.mpiexec, "--version"}, std::chrono::seconds(s.detect_timeout_s))))
+    if (const auto f = detect_flavour(capture_output({settings.mpiexec, "--version"}, std::chrono::seconds(settings.detect_timeout_s))))
       if (*f == MpiFlavour::OpenMpi4 || *f == MpiFlavour::OpenMpi5) return {*f, from + " and `mpiexec --version`"};
   } catch (const LaunchError& e) {
     if (!dry_run) throw;
@@ -168,7 +169,7 @@ MasterJob plan_job(const JobSpec& spec, const EnvMap& env, const CommandLine& cl
   if (!cli.has_script)
     throw AgentError{exit_code::kUsage, "the master needs the training script: gj-mpirun [options] <script> [args]"};
   MasterJob job{spec, {}, spec.platform == Platform::MpiJob, {}};
-  const AgentSettings& s = job.spec.settings;
+  const AgentSettings& settings = job.spec.settings;
   if (!job.spec.platform_note.empty()) spdlog::info("{}", job.spec.platform_note);
   Invocation inv = cli.invocation;
   inv.script = resolve_script(inv.script, env);
@@ -176,12 +177,12 @@ MasterJob plan_job(const JobSpec& spec, const EnvMap& env, const CommandLine& cl
   job.plan = job.mpijob ? mpijob_plan(job.spec, inv, env, job.mpijob_env)
                         : plan_master(job.spec, worker_hosts(job.spec), inv, env);
   if (!job.spec.platform_note.empty()) job.plan.notes.push_back(job.spec.platform_note);
-  if (job.plan.command.front() == s.python) require_program(s.python, "--python/GJ_PYTHON", env);
+  if (job.plan.command.front() == settings.python) require_program(settings.python, "--python/GJ_PYTHON", env);
 
   const CpuFactsRead cpu = read_cpu_facts();
   for (const auto& note : cpu.notes) spdlog::debug("cpu facts: {}", note);
   add_cpu_policy(job.plan, job.spec, job.spec.master_host, env, cpu.facts);
-  if (s.rank_env && !job.plan.hosts.empty()) {
+  if (settings.rank_env && !job.plan.hosts.empty()) {
     const std::string& first = job.plan.hosts.front().host;
     const bool first_rank_here = first == job.spec.master_host || (job.mpijob && is_this_pod(first, job.spec.pod_name));
     const std::string rendezvous = job.mpijob ? rendezvous_host(first, job.spec.pod_name, job.spec.master_host) : first;
@@ -192,14 +193,14 @@ MasterJob plan_job(const JobSpec& spec, const EnvMap& env, const CommandLine& cl
 }
 
 MpiexecRequest mpiexec_request(const MasterJob& job, const Flavour& flavour) {
-  const AgentSettings& s = job.spec.settings;
+  const AgentSettings& settings = job.spec.settings;
   MpiexecRequest req;
   req.flavour = flavour.flavour;
-  req.mpiexec = s.mpiexec;
-  req.ssh.port = s.ssh_port;
-  req.ssh.connect_timeout_s = s.ssh_connect_timeout_s;
-  req.hostfile_mode = s.hostfile_mode;
-  req.hostfile_path = s.state_dir + "/hostfile";
+  req.mpiexec = settings.mpiexec;
+  req.ssh.port = settings.ssh_port;
+  req.ssh.connect_timeout_s = settings.ssh_connect_timeout_s;
+  req.hostfile_mode = settings.hostfile_mode;
+  req.hostfile_path = settings.state_dir + "/hostfile";
   req.launcher_host = job.spec.master_host;
   return req;
 }
@@ -222,9 +223,9 @@ void log_plan(const MasterJob& job, const Flavour& flavour) {
 // Step 3, keys and sshd: our own sshd first (the master's host is in the host list in most
 // layouts and the gate waits for it like for any worker), then the client keys for the others.
 void start_sshd_and_copy_keys(const MasterJob& job, const EnvMap& env, MpiexecRequest& req) {
-  const AgentSettings& s = job.spec.settings;
-  const SshdSetup sshd = sshd_setup(s, env);
-  if (!s.no_sshd && !job.mpijob) start_background_sshd(sshd);
+  const AgentSettings& settings = job.spec.settings;
+  const SshdSetup sshd = sshd_setup(settings, env);
+  if (!settings.no_sshd && !job.mpijob) start_background_sshd(sshd);
   const auto& hosts = job.plan.hosts;
   const bool remote_hosts = hosts.size() > 1 || (hosts.size() == 1 && hosts[0].host != job.spec.master_host);
   if (remote_hosts) req.ssh.identity_files = prepare_client_keys(sshd);
@@ -232,18 +233,18 @@ void start_sshd_and_copy_keys(const MasterJob& job, const EnvMap& env, MpiexecRe
 
 // Step 4, the gate: every host's sshd accepts connections (and logins with --ssh-check).
 void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
-  const AgentSettings& s = job.spec.settings;
-  if (s.no_wait || job.plan.wait_for.empty()) return;
+  const AgentSettings& settings = job.spec.settings;
+  if (settings.no_wait || job.plan.wait_for.empty()) return;
   ReadinessOptions options;
-  options.deadline = std::chrono::seconds(s.ready_timeout_s);
-  options.port = s.ssh_port;
+  options.deadline = std::chrono::seconds(settings.ready_timeout_s);
+  options.port = settings.ssh_port;
   options.ssh_identification = true;  // a healthy worker logs no kex_exchange_identification error
-  if (s.ssh_check) {
+  if (settings.ssh_check) {
     options.ssh_login_prefix = {"ssh"};
     const auto args = ssh_client_args(req.ssh);
     options.ssh_login_prefix.insert(options.ssh_login_prefix.end(), args.begin(), args.end());
   }
-  spdlog::info("waiting up to {} s for sshd on {} host(s)", s.ready_timeout_s, job.plan.wait_for.size());
+  spdlog::info("waiting up to {} s for sshd on {} host(s)", settings.ready_timeout_s, job.plan.wait_for.size());
   const ReadinessReport report =
       wait_until_ready(job.plan.wait_for, options, [](const std::string& line) { spdlog::info("{}", line); });
   if (!report.all_ready) {
@@ -251,7 +252,7 @@ void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
     // one, so a job of thousands of hosts still shows each host that failed and why.
     for (const auto& h : report.hosts)
       if (h.state != HostState::Ready) spdlog::warn("not ready: {}: {} after {} probe(s)", h.host, h.detail, h.attempts);
-    throw AgentError{exit_code::kWorkersUnreachable, unreachable_message(report, s.ready_timeout_s)};
+    throw AgentError{exit_code::kWorkersUnreachable, unreachable_message(report, settings.ready_timeout_s)};
   }
   spdlog::info("all {} host(s) ready after {} ms", report.hosts.size(), report.elapsed.count());
 }
@@ -259,17 +260,17 @@ void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
 // Step 5, launch: the hostfile when the plan uses one, then mpiexec with the environment made
 // explicit (this process's, plus what the flavour needs in mpiexec's own), exec'd or supervised.
 int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
-  const AgentSettings& s = job.spec.settings;
+  const AgentSettings& settings = job.spec.settings;
   const MpiexecCommand cmd = build_mpiexec_command(job.plan, req);
   check_exec_size(cmd, env);
   if (cmd.hostfile) {
-    ensure_private_dir(s.state_dir, "GJ_STATE_DIR");
+    ensure_private_dir(settings.state_dir, "GJ_STATE_DIR");
     write_private_file(cmd.hostfile->path, cmd.hostfile->content, 0600);
     spdlog::info("hosts passed in hostfile {} ({} hosts)", cmd.hostfile->path, job.plan.hosts.size());
   }
   const Environment environment = environment_block(env, cmd.env);
   spdlog::info("running: {}", shell_join(redacted_argv(cmd.argv)));
-  const int status = run_job(cmd.argv, should_supervise(s.supervise), &environment);
+  const int status = run_job(cmd.argv, should_supervise(settings.supervise), &environment);
   // Supervised, the job's end is ours to report: one line in the pod log and the pod status
   // (mpiexec's own report, when it gives one, is several lines and differs per flavour).
   if (status != 0) {
@@ -284,8 +285,8 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
 
 int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   const MasterJob job = plan_job(spec, env, cli);
-  const AgentSettings& s = job.spec.settings;
-  const Flavour flavour = job.mpijob ? mpijob_flavour(s, job.mpijob_env, cli.dry_run) : choose_flavour(s, cli.dry_run);
+  const AgentSettings& settings = job.spec.settings;
+  const Flavour flavour = job.mpijob ? mpijob_flavour(settings, job.mpijob_env, cli.dry_run) : choose_flavour(settings, cli.dry_run);
   MpiexecRequest req = mpiexec_request(job, flavour);
   if (cli.dry_run) return print_dry_run(job, req, flavour, cli.json, env);
   log_plan(job, flavour);

@@ -86,9 +86,39 @@ const std::string kPort = std::to_string(defaults::kSshPort);
 const std::string kConnect = std::to_string(defaults::kSshConnectTimeoutS);
 const std::string kReady = std::to_string(defaults::kReadyTimeoutS);
 
+// One row, field by field: Row("GJ_X").flag("--x").value("N").type(T::Count).default_value("1")
+// .help("...").store(...). Unset fields: no flags, no placeholder, Text, no default, no store.
+class Row {
+ public:
+  explicit Row(const char* variable) { s_.variable = variable; }
+  Row& flag(const char* name) { return add_flag({name, nullptr}); }                  // takes a value
+  Row& switch_flag(const char* name, const char* implied, const char* help = nullptr) {  // stands for `implied`
+    return add_flag({name, implied, help});
+  }
+  Row& value(const char* placeholder) { return set(s_.value_name, placeholder); }
+  Row& type(SettingType t) { return set(s_.type, t); }
+  Row& default_value(const char* text) { return set(s_.default_value, text); }
+  Row& shown_default(const char* text) { return set(s_.default_shown, text); }
+  Row& help(const char* text) { return set(s_.help, text); }
+  Row& store(Store fn) { return set(s_.store, std::move(fn)); }
+  operator Setting() const { return s_; }  // NOLINT: rows convert where the table lists them
+
+ private:
+  template <typename F, typename V>
+  Row& set(F& field, V v) {
+    field = std::move(v);
+    return *this;
+  }
+  Row& add_flag(SettingFlag f) {
+    s_.flags.push_back(f);
+    return *this;
+  }
+  Setting s_{"", {}, "", SettingType::Text, "", nullptr, "", {}};
+};
+
 // Written by the platform on every pod; users must not override them.
 Setting platform(const char* variable, const char* shown, const char* help) {
-  return Setting{variable, {}, "", SettingType::Text, "", shown, help, {}};
+  return Row(variable).shown_default(shown).help(help);
 }
 
 std::vector<Setting> make_table() {
@@ -111,65 +141,83 @@ std::vector<Setting> make_table() {
       platform("I_MPI_HYDRA_HOST_FILE", "", "MPIJob with Intel MPI: the hostfile (`host:N` lines); selects Intel MPI"),
       platform("HOSTNAME", "", "this pod's name (MPIJob: the launcher's own entry in the hostfile starts with it)"),
       // gj-mpirun's own settings.
-      {"GJ_HOSTS_FILE", {{"--hosts-file", nullptr}}, "F", T::Text, "", nullptr,
-       "read worker hosts from this file (one per line) instead of MPI_HOST; when neither is set, "
-       "/etc/volcano/worker.host is read if it exists",
-       text(&AgentSettings::hosts_file)},
-      {"GJ_MASTER_HOST", {{"--master-host", nullptr}}, "H", T::Text, "", "<pod>.<job>",
-       "the master's host name in the host list (local runs: localhost)", text(&AgentSettings::master_host)},
-      {"GJ_MPI", {{"--mpi", nullptr}}, "F", T::Choice, "auto", nullptr,
-       "MPI flavour: auto (from `mpiexec --version`), openmpi, openmpi5, mpich, intel", store_mpi},
-      {"GJ_MPIEXEC", {{"--mpiexec", nullptr}}, "P", T::Text, "mpiexec", nullptr, "mpiexec program (looked up in PATH)",
-       text(&AgentSettings::mpiexec)},
-      {"GJ_PYTHON", {{"--python", nullptr}}, "P", T::Text, "python3", nullptr, "interpreter for a .py training script",
-       text(&AgentSettings::python)},
-      {"GJ_EXPORT", {{"--export", nullptr}}, "X", T::List, "", nullptr,
-       "extra variables for every rank, comma-separated NAME, NAME=VALUE or PREFIX* (flag repeatable)", store_exports},
-      {"GJ_DEFAULT_EXPORTS",
-       {{"--no-default-exports", "0", "forward only what --export/GJ_EXPORT names, not the default set of job-wide variables"}},
-       "", T::Bool, "1", nullptr,
-       "forward the default set of job-wide variables (see docs)", boolean(&AgentSettings::default_exports)},
-      {"GJ_HOSTFILE_MODE", {{"--hostfile-mode", nullptr}}, "M", T::Choice, "auto", nullptr,
-       "auto: pass hosts in a hostfile only when the host argument would exceed 96 KiB; always; never",
-       choice(&AgentSettings::hostfile_mode,
-              {{"auto", HostfileMode::Auto}, {"always", HostfileMode::Always}, {"never", HostfileMode::Never}})},
-      {"GJ_RANK_ENV",
-       {{"--no-rank-env", "0", "run the command directly: no torchrun variables and no per-pod OMP_NUM_THREADS for the ranks"}},
-       "", T::Bool, "1", nullptr,
-       "give every rank torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT "
-       "and OMP_NUM_THREADS (its pod's CPUs / its pod's ranks) unless set",
-       boolean(&AgentSettings::rank_env)},
-      {"GJ_SSHD", {{"--sshd", nullptr}}, "P", T::Text, defaults::kSshd, nullptr, "sshd program", text(&AgentSettings::sshd)},
-      {"GJ_SSH_KEYGEN", {}, "P", T::Text, defaults::kSshKeygen, nullptr,
-       "program that generates the pod's sshd host key (looked up in PATH)", text(&AgentSettings::ssh_keygen)},
-      {"GJ_NO_SSHD", {{"--no-sshd", "1"}}, "", T::Bool, "0", nullptr,
-       "master: do not start its own sshd (local runs without ssh to itself)", boolean(&AgentSettings::no_sshd)},
-      {"GJ_SSH_PORT", {{"--ssh-port", nullptr}}, "N", T::Port, kPort.c_str(), nullptr,
-       "port sshd listens on and ssh connects to", store_port},
-      {"GJ_SSH_CONNECT_TIMEOUT", {{"--ssh-connect-timeout", nullptr}}, "S", T::Count, kConnect.c_str(), nullptr,
-       "ssh ConnectTimeout in seconds", seconds(&AgentSettings::ssh_connect_timeout_s, "raise it")},
-      {"GJ_SSH_DIR", {{"--ssh-dir", nullptr}}, "D", T::Text, defaults::kSshDir, nullptr,
-       "mounted ssh keys (read-only; copied to a private place)", text(&AgentSettings::ssh_dir)},
-      {"GJ_STATE_DIR", {{"--state-dir", nullptr}}, "D", T::Text, defaults::kStateDir, nullptr,
-       "private directory for sshd config, host keys, copied keys, hostfile", store_state_dir},
-      {"GJ_READY_TIMEOUT", {{"--ready-timeout", nullptr}}, "S", T::Count, kReady.c_str(), nullptr,
-       "seconds the master waits for every host's sshd",
-       seconds(&AgentSettings::ready_timeout_s, "use --no-wait to skip the gate")},
-      {"GJ_MPI_DETECT_TIMEOUT", {}, "S", T::Count, "10", nullptr,
-       "seconds `mpiexec --version` may take before detection fails (pass --mpi to skip it)",
-       seconds(&AgentSettings::detect_timeout_s, "raise it or pass --mpi")},
-      {"GJ_NO_WAIT", {{"--no-wait", "1"}}, "", T::Bool, "0", nullptr, "master: skip the readiness gate",
-       boolean(&AgentSettings::no_wait)},
-      {"GJ_SSH_CHECK", {{"--ssh-check", "1"}}, "", T::Bool, "0", nullptr,
-       "readiness gate also requires a real non-interactive ssh login", boolean(&AgentSettings::ssh_check)},
-      {"GJ_SUPERVISE",
-       {{"--supervise", "1", "always supervise mpiexec (forward signals, reap zombies, end what the job left behind)"},
-        {"--no-supervise", "0", "exec mpiexec in place, even as PID 1"}},
-       "", T::Choice, "auto", nullptr,
-       "auto: supervise mpiexec (forward signals, reap zombies) only when gj-mpirun is PID 1; 1: always; 0: exec",
-       store_supervise},
-      {"GJ_LOG_LEVEL", {{"--log-level", nullptr}}, "L", T::Choice, "info", nullptr, "trace, debug, info, warn, error, off",
-       text(&AgentSettings::log_level)},
+      Row("GJ_HOSTS_FILE").flag("--hosts-file").value("F")
+          .help("read worker hosts from this file (one per line) instead of MPI_HOST; when neither is set, "
+                "/etc/volcano/worker.host is read if it exists")
+          .store(text(&AgentSettings::hosts_file)),
+      Row("GJ_MASTER_HOST").flag("--master-host").value("H").shown_default("<pod>.<job>")
+          .help("the master's host name in the host list (local runs: localhost)")
+          .store(text(&AgentSettings::master_host)),
+      Row("GJ_MPI").flag("--mpi").value("F").type(T::Choice).default_value("auto")
+          .help("MPI flavour: auto (from `mpiexec --version`), openmpi, openmpi5, mpich, intel")
+          .store(store_mpi),
+      Row("GJ_MPIEXEC").flag("--mpiexec").value("P").default_value("mpiexec")
+          .help("mpiexec program (looked up in PATH)")
+          .store(text(&AgentSettings::mpiexec)),
+      Row("GJ_PYTHON").flag("--python").value("P").default_value("python3")
+          .help("interpreter for a .py training script")
+          .store(text(&AgentSettings::python)),
+      Row("GJ_EXPORT").flag("--export").value("X").type(T::List)
+          .help("extra variables for every rank, comma-separated NAME, NAME=VALUE or PREFIX* (flag repeatable)")
+          .store(store_exports),
+      Row("GJ_DEFAULT_EXPORTS").type(T::Bool).default_value("1")
+          .switch_flag("--no-default-exports", "0",
+                       "forward only what --export/GJ_EXPORT names, not the default set of job-wide variables")
+          .help("forward the default set of job-wide variables (see docs)")
+          .store(boolean(&AgentSettings::default_exports)),
+      Row("GJ_HOSTFILE_MODE").flag("--hostfile-mode").value("M").type(T::Choice).default_value("auto")
+          .help("auto: pass hosts in a hostfile only when the host argument would exceed 96 KiB; always; never")
+          .store(choice(&AgentSettings::hostfile_mode,
+                        {{"auto", HostfileMode::Auto}, {"always", HostfileMode::Always}, {"never", HostfileMode::Never}})),
+      Row("GJ_RANK_ENV").type(T::Bool).default_value("1")
+          .switch_flag("--no-rank-env", "0",
+                       "run the command directly: no torchrun variables and no per-pod OMP_NUM_THREADS for the ranks")
+          .help("give every rank torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, "
+                "MASTER_PORT and OMP_NUM_THREADS (its pod's CPUs / its pod's ranks) unless set")
+          .store(boolean(&AgentSettings::rank_env)),
+      Row("GJ_SSHD").flag("--sshd").value("P").default_value(defaults::kSshd)
+          .help("sshd program")
+          .store(text(&AgentSettings::sshd)),
+      Row("GJ_SSH_KEYGEN").value("P").default_value(defaults::kSshKeygen)
+          .help("program that generates the pod's sshd host key (looked up in PATH)")
+          .store(text(&AgentSettings::ssh_keygen)),
+      Row("GJ_NO_SSHD").type(T::Bool).default_value("0").switch_flag("--no-sshd", "1")
+          .help("master: do not start its own sshd (local runs without ssh to itself)")
+          .store(boolean(&AgentSettings::no_sshd)),
+      Row("GJ_SSH_PORT").flag("--ssh-port").value("N").type(T::Port).default_value(kPort.c_str())
+          .help("port sshd listens on and ssh connects to")
+          .store(store_port),
+      Row("GJ_SSH_CONNECT_TIMEOUT").flag("--ssh-connect-timeout").value("S").type(T::Count)
+          .default_value(kConnect.c_str())
+          .help("ssh ConnectTimeout in seconds")
+          .store(seconds(&AgentSettings::ssh_connect_timeout_s, "raise it")),
+      Row("GJ_SSH_DIR").flag("--ssh-dir").value("D").default_value(defaults::kSshDir)
+          .help("mounted ssh keys (read-only; copied to a private place)")
+          .store(text(&AgentSettings::ssh_dir)),
+      Row("GJ_STATE_DIR").flag("--state-dir").value("D").default_value(defaults::kStateDir)
+          .help("private directory for sshd config, host keys, copied keys, hostfile")
+          .store(store_state_dir),
+      Row("GJ_READY_TIMEOUT").flag("--ready-timeout").value("S").type(T::Count).default_value(kReady.c_str())
+          .help("seconds the master waits for every host's sshd")
+          .store(seconds(&AgentSettings::ready_timeout_s, "use --no-wait to skip the gate")),
+      Row("GJ_MPI_DETECT_TIMEOUT").value("S").type(T::Count).default_value("10")
+          .help("seconds `mpiexec --version` may take before detection fails (pass --mpi to skip it)")
+          .store(seconds(&AgentSettings::detect_timeout_s, "raise it or pass --mpi")),
+      Row("GJ_NO_WAIT").type(T::Bool).default_value("0").switch_flag("--no-wait", "1")
+          .help("master: skip the readiness gate")
+          .store(boolean(&AgentSettings::no_wait)),
+      Row("GJ_SSH_CHECK").type(T::Bool).default_value("0").switch_flag("--ssh-check", "1")
+          .help("readiness gate also requires a real non-interactive ssh login")
+          .store(boolean(&AgentSettings::ssh_check)),
+      Row("GJ_SUPERVISE").type(T::Choice).default_value("auto")
+          .switch_flag("--supervise", "1",
+                       "always supervise mpiexec (forward signals, reap zombies, end what the job left behind)")
+          .switch_flag("--no-supervise", "0", "exec mpiexec in place, even as PID 1")
+          .help("auto: supervise mpiexec (forward signals, reap zombies) only when gj-mpirun is PID 1; 1: always; 0: exec")
+          .store(store_supervise),
+      Row("GJ_LOG_LEVEL").flag("--log-level").value("L").type(T::Choice).default_value("info")
+          .help("trace, debug, info, warn, error, off")
+          .store(text(&AgentSettings::log_level)),
       // Read, not set by gj-mpirun.
       platform("PATH", defaults::kShellPath,
                "where mpiexec, the interpreter, sshd, ssh-keygen and a bare script name are looked up"),

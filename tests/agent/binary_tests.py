@@ -53,6 +53,22 @@ class Fail(Exception):
     pass
 
 
+class Skip(Exception):
+    """This machine lacks what the test needs: reported as a skip (exit 77, ctest's
+    SKIP_RETURN_CODE), never as a pass."""
+
+
+SKIP_RETURN_CODE = 77
+
+
+def skip(why):
+    """Skip, except under CI=true, where the machine provides root, sshd, ssh-keygen and unshare:
+    there a missing one is a failure, so a test cannot vanish from CI's results."""
+    if os.environ.get("CI") == "true":
+        raise Fail(f"CI=true and {why}: CI provides it, so this is a failure, not a skip")
+    raise Skip(why)
+
+
 def check(cond, what):
     if not cond:
         raise Fail(what)
@@ -162,8 +178,7 @@ def real_sshd(test):
     """The machine's sshd when this test can run a real one (root, sshd, ssh-keygen), else None."""
     sshd = shutil.which("sshd") or "/usr/sbin/sshd"
     if os.geteuid() != 0 or not os.path.exists(sshd) or not shutil.which("ssh-keygen"):
-        print(f"SKIP {test}: needs root, sshd and ssh-keygen")
-        return None
+        skip(f"{test} needs root, sshd and ssh-keygen")
     return sshd
 
 
@@ -225,8 +240,7 @@ def test_volcano_hosts_file(sb):
     Runs in a private mount namespace with a tmpfs over /etc, so the machine's /etc is untouched."""
     unshare = shutil.which("unshare")
     if os.geteuid() != 0 or unshare is None:
-        print("SKIP volcano_hosts_file: needs root and unshare")
-        return
+        skip("volcano_hosts_file needs root and unshare")
     hosts = os.path.join(sb.dir, "worker.host")
     with open(hosts, "w") as f:
         f.write("job-worker-0.job\njob-worker-1.job\n")
@@ -707,8 +721,6 @@ def test_sigterm_gate_stops_sshd(sb):
     """SIGTERM while the gate waits, after the master's own (real) sshd started: 143 and that
     sshd does not outlive gj-mpirun."""
     sshd = real_sshd("sigterm_gate_stops_sshd")
-    if sshd is None:
-        return
     env = sb.env(replicas="1", mpi_host="never-resolves.invalid")
     for k in ("GJ_NO_WAIT", "GJ_NO_SSHD", "GJ_SSHD"):
         env.pop(k)
@@ -772,8 +784,7 @@ def test_sshd_setup_hostile(sb):
     it otherwise); an authorized_keys that is a FIFO fails at once; an empty one is warned about;
     a large one (8.5 MB) is copied; a client key named with a space is refused."""
     if shutil.which("ssh-keygen") is None:
-        print("SKIP sshd_setup_hostile: no ssh-keygen")
-        return
+        skip("sshd_setup_hostile needs ssh-keygen")
     env = sb.env(role="worker")
     r = sb.run([sb.script], env)
     expect_rc(r, 0, "worker with stub sshd")
@@ -811,8 +822,6 @@ def test_master_port_half_taken(sb):
     """Another process on 0.0.0.0:PORT while [::]:PORT is free: the master refuses to start its
     sshd (exit 6) instead of letting the gate reach the foreign process."""
     sshd = real_sshd("master_port_half_taken")
-    if sshd is None:
-        return
     import socket
     port = free_port()
     foreign = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -967,8 +976,7 @@ def test_pid1_supervises_by_default(sb):
     137 instead of killing the container's init."""
     unshare = shutil.which("unshare")
     if os.geteuid() != 0 or unshare is None:
-        print("SKIP pid1_supervises_by_default: needs root and unshare")
-        return
+        skip("pid1_supervises_by_default needs root and unshare")
     env = sb.env(mpi_host="", replicas="0")
     env["STUB_MODE"] = "signal:KILL"
     r = subprocess.run([unshare, "--pid", "--fork", GJ, sb.script], env=env, capture_output=True, text=True,
@@ -1008,8 +1016,6 @@ def test_master_real_sshd_gate(sb):
     """The whole master path on one machine: its own real sshd, the key copy, the readiness gate
     with a real ssh login to a "worker" (localhost, served by that sshd), then mpiexec (stub)."""
     sshd = real_sshd("master_real_sshd_gate")
-    if sshd is None:
-        return
     sb.use_real_keypair()  # group-readable, like a mounted secret: gj-mpirun must copy it
     env = sb.env(replicas="1", mpi_host="localhost")
     for k in ("GJ_NO_WAIT", "GJ_NO_SSHD", "GJ_SSHD"):
@@ -1043,8 +1049,6 @@ def test_master_sshd_cleanup_on_failure(sb):
     """A failure after the master's sshd started (here: no client key to copy, exit 6) stops
     that sshd before gj-mpirun exits."""
     sshd = real_sshd("master_sshd_cleanup_on_failure")
-    if sshd is None:
-        return
     os.unlink(os.path.join(sb.ssh, "id_rsa"))
     env = sb.env(replicas="1", mpi_host="localhost")
     for k in ("GJ_NO_SSHD", "GJ_SSHD"):
@@ -1126,8 +1130,7 @@ def test_real_mpi_over_ssh(sb):
     copied key and port of the plan work, and a rank started over ssh sees the pod environment
     through sshd's SetEnv (GJ_E2E_MARKER is not forwarded by mpiexec)."""
     program = EXTRA[0]
-    if real_sshd("real_mpi_over_ssh") is None:
-        return
+    real_sshd("real_mpi_over_ssh")
     sb.use_real_keypair()
     env = sb.env(master_cpu="1", worker_cpu="1", replicas="1", mpi_host="127.0.0.2")
     for k in ("GJ_NO_WAIT", "GJ_NO_SSHD", "GJ_SSHD", "GJ_MPIEXEC"):
@@ -1149,7 +1152,7 @@ def main():
     EXTRA = sys.argv[3:]
     tests = {k[5:]: v for k, v in globals().items() if k.startswith("test_")}
     names = sorted(tests) if name == "all" else [name]
-    failed = 0
+    failed = skipped = 0
     for n in names:
         if n in ("real_mpi_job", "real_mpi_over_ssh") and not EXTRA:
             continue
@@ -1157,12 +1160,17 @@ def main():
         try:
             tests[n](sb)
             print(f"PASS {n}")
+        except Skip as e:
+            skipped += 1
+            print(f"SKIP {n}: {e}")
         except Fail as e:
             failed += 1
             print(f"FAIL {n}: {e}")
         finally:
             sb.close()
-    return 1 if failed else 0
+    if failed:
+        return 1
+    return SKIP_RETURN_CODE if skipped and skipped == len(names) else 0
 
 
 if __name__ == "__main__":

@@ -238,7 +238,7 @@ TEST_CASE("real sshd (master - background): key login - no passwords - SetEnv in
     auto r = gj::wait_until_ready({"127.0.0.1"}, opts, nullptr);
     CHECK(r.all_ready);
     opts.ssh_login_prefix = ssh_command(keys[1], setup.port, {"-l", "root"});
-    opts.deadline = 1s;
+    opts.deadline = 3s;  // a refused login takes an ssh start-up: seconds on a loaded machine
     r = gj::wait_until_ready({"127.0.0.1"}, opts, nullptr);
     CHECK_FALSE(r.all_ready);
     CHECK(r.hosts[0].state == gj::HostState::SshFailed);

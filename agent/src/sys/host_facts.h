@@ -1,5 +1,6 @@
-// Two facts about this pod that planning needs and cannot compute: where this executable is
-// (every rank re-runs it in its rank-exec mode) and a TCP port that is free here now.
+// Facts about this pod that planning needs and cannot compute: where this executable is (every
+// rank re-runs it in its rank-exec mode), the pod's PATH kept for its ranks, its host name, and
+// a TCP port that is free here now.
 #pragma once
 
 #include <optional>

@@ -1,3 +1,4 @@
+#include "text.h"
 #include "resolver.h"
 
 #include <netinet/in.h>
@@ -34,12 +35,6 @@ std::string read_file(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string join(const std::vector<std::string>& parts, const char* sep) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
-  return out;
 }
 
 std::string server_list(const std::vector<IpAddress>& servers) {
