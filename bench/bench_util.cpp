@@ -16,6 +16,9 @@
 namespace gj::bench {
 
 MpiSession::MpiSession(int* argc, char*** argv, bool want_thread_multiple) {
+  // A row as soon as it is measured: mpiexec forwards rank output through a pipe, where stdout
+  // would otherwise be block-buffered until the run ends (a long run on pods shows nothing).
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (want_thread_multiple) {
     int provided = 0;
     MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);

@@ -7,6 +7,8 @@
 # command is gj-mpirun). The ranks run unbound (--bind-to none): mpiexec would bind the ranks of
 # pods sharing this one machine to the same cores (issue 30), and the numbers would measure that.
 # Usage (root): bench/run_cluster.sh [build-dir] [allreduce-bench options...]
+#   GJ_BENCH_JOBS="allreduce-3x2 allreduce-2x1 fusion-3x2" (the default: all) selects the jobs;
+#   GJ_BENCH_FUSION_ARGS (default "--type f32") the fusion benchmark's options.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(realpath -e "${1:-build}") || { echo "run_cluster.sh: build dir '${1:-build}' not found" >&2; exit 2; }
@@ -30,10 +32,13 @@ run_job() (
 )
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC') nproc=$(nproc) loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\" $(mpiexec --version | head -1); pods: tests/multihost namespaces, --bind-to none"
-echo "# 3 pods x 2 ranks"
-run_job b3x2 2 2 "$build/bench/gj_allreduce_bench" "${allreduce_args[@]}"
-echo "# 2 pods x 1 rank"
-run_job b2x1 1 1 "$build/bench/gj_allreduce_bench" "${allreduce_args[@]}"
-echo "# ResNet-50 gradients, 3 pods x 2 ranks"
-run_job f3x2 2 2 "$build/bench/gj_fusion_bench" --type f32
+read -ra fusion_args <<<"${GJ_BENCH_FUSION_ARGS:---type f32}"
+for j in ${GJ_BENCH_JOBS:-allreduce-3x2 allreduce-2x1 fusion-3x2}; do
+  case "$j" in
+    allreduce-3x2) echo "# 3 pods x 2 ranks"; run_job b3x2 2 2 "$build/bench/gj_allreduce_bench" "${allreduce_args[@]}" ;;
+    allreduce-2x1) echo "# 2 pods x 1 rank"; run_job b2x1 1 1 "$build/bench/gj_allreduce_bench" "${allreduce_args[@]}" ;;
+    fusion-3x2) echo "# ResNet-50 gradients, 3 pods x 2 ranks"; run_job f3x2 2 2 "$build/bench/gj_fusion_bench" "${fusion_args[@]}" ;;
+    *) echo "run_cluster.sh: GJ_BENCH_JOBS names '$j'; use allreduce-3x2, allreduce-2x1, fusion-3x2" >&2; exit 2 ;;
+  esac
+done
 echo "# done, loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""

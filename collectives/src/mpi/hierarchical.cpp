@@ -181,8 +181,10 @@ class TwoLevel final : public Hierarchy {
     const std::string ranks = smallest == layout_.largest_node
                                   ? std::to_string(smallest)
                                   : std::to_string(smallest) + "-" + std::to_string(layout_.largest_node);
-    return "hierarchical: " + std::to_string(layout_.nodes) + " nodes of " + ranks + " ranks, shared memory (" +
-           (shm_ ? shm_->wait_name() : "none, one rank") + " waits) within this node + MPI between node leaders";
+    const std::string here = shm_ ? std::string("shared memory (") + shm_->wait_name() + " waits) within this node"
+                                  : std::string("this node's one rank");
+    return "hierarchical: " + std::to_string(layout_.nodes) + " nodes of " + ranks + " ranks, " + here +
+           " + MPI between node leaders";
   }
 
  private:

@@ -1,11 +1,12 @@
-// The hierarchical host path across nodes (run by the multi-host scenario s13_hierarchical.sh
+// The hierarchical host path across nodes (run by the multi-host scenario s15_hierarchical.sh
 // on namespaced pods: 1 rank on the master, 2 on each worker). Every collective runs twice, on a
 // communicator with the two-level path (the default) and on one with GJ_COLL_HIERARCHICAL=0
 // (the flat MPI collectives): results must be bitwise equal wherever the reduction order cannot
 // matter (integers, min, max, and floating sums and products of exactly representable values;
 // movement is byte-exact), and equal the independently computed expectation. Float avg
 // (divide-then-sum of inexact quotients) is compared within a tolerance: its order differs.
-// Output: rank 0 prints one first line, "PASSED ..." or "FAILED <cases>", then the details.
+// Output: rank 0 prints one first line, "PASSED ..." or "FAILED <cases>", then the details,
+// then "HOSTS <host of rank 0> <host of rank 1> ...".
 #include <mpi.h>
 
 #include <cmath>
@@ -356,6 +357,12 @@ int main() {
   int failures = 0;
   for (const auto& [family, n] : ck.failed) failures += n;
   MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  // Which host each rank ran on, for the scenario to check the placement it asked for.
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int host_len = 0;
+  MPI_Get_processor_name(host, &host_len);
+  std::vector<char> hosts(static_cast<std::size_t>(ck.size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
   if (ck.rank == 0) {
     if (failures == 0) {
       std::printf("PASSED hierarchical == flat: %d cases on %d ranks\n", ck.cases, ck.size);
@@ -370,6 +377,9 @@ int main() {
       std::printf("FAILED %s(%d failures, %d cases on %d ranks)\n%s", families.c_str(), failures, ck.cases, ck.size,
                   details.c_str());
     }
+    std::printf("HOSTS");
+    for (int r = 0; r < ck.size; ++r) std::printf(" %s", hosts.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+    std::printf("\n");
     std::fflush(stdout);
   }
   const bool destroyed = gjCommDestroy(ck.flat) == gjSuccess && gjCommDestroy(ck.hier) == gjSuccess;
