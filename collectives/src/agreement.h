@@ -23,6 +23,7 @@ enum class Kind : std::uint64_t {
   Split = 7,
   SetCheck = 8,
   Destroy = 9,
+  AllToAll = 10,
 };
 const char* kind_name(std::uint64_t kind);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agreement.h"
+#include "alltoall/host_alltoall.h"
 #include "comm.h"
 #include "cuda/device.h"
 #include "dtype.h"
@@ -318,6 +319,34 @@ void reduce_scatter(const char* call, gjComm* c, const void* sendbuff, void* rec
   issue(c, t, std::move(w), std::move(body), request, stream);
 }
 
+void alltoallv(const char* call, gjComm* c, const void* sendbuff, const std::size_t* sendcounts, void* recvbuff,
+               const std::size_t* recvcounts, gjDataType_t dtype, void* stream, gjRequest_t* request) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  const std::size_t out = gj::validate::rank_counts(call, "sendcounts", sendcounts, c->size, dtype);
+  const std::size_t in = gj::validate::rank_counts(call, "recvcounts", recvcounts, c->size, dtype);
+  gj::validate::buffer(call, "sendbuff", sendbuff, out);
+  gj::validate::buffer(call, "recvbuff", recvbuff, in);
+  if (out > 0 && in > 0 && static_cast<const void*>(recvbuff) == sendbuff) {
+    throw Error(gjInvalidArgument, std::string(call) + ": sendbuff == recvbuff; alltoall is not in place, pass a "
+                                                           "separate receive buffer");
+  }
+  const void* buffers[] = {out > 0 ? sendbuff : nullptr, in > 0 ? recvbuff : nullptr};
+  const char* names[] = {"sendbuff", "recvbuff"};
+  const Target t = target_of(c, call, buffers, names, 2);
+  // Counts differ per rank: the record agrees on the kind and dtype, and the body checks each
+  // pair's counts (recvcounts[q] here == rank q's sendcounts for this rank) when checking.
+  gj::Work w = work_for(call, c, gj::Kind::AllToAll, 0, dtype);
+  const bool pairs = w.check;
+  gj::Backend* b = t.backend;
+  const MPI_Comm mpi = c->mpi;
+  std::vector<std::size_t> sc(sendcounts, sendcounts + c->size), rc(recvcounts, recvcounts + c->size);
+  auto body = [=, sc = std::move(sc), rc = std::move(rc)] {
+    if (pairs) gj::alltoall::require_matching_counts(mpi, call, sc.data(), rc.data());
+    b->alltoallv(sendbuff, sc.data(), recvbuff, rc.data(), dtype, stream);
+  };
+  issue(c, t, std::move(w), std::move(body), request, stream);
+}
+
 void barrier(const char* call, gjComm* c, gjRequest_t* request) {
   gj::Work w;
   w.call = call;
@@ -577,6 +606,22 @@ gjResult_t gjIreduceScatter(const void* sendbuff, void* recvbuff, const size_t* 
   return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
     reduce_scatter(call, c, sendbuff, recvbuff, recvcounts, dtype, op, gj::Scale{prescale, postscale}, stream, r);
   }, dtype, op);
+}
+
+gjResult_t gjAllToAllV(const void* sendbuff, const size_t* sendcounts, void* recvbuff, const size_t* recvcounts,
+                       gjDataType_t dtype, gjComm_t comm, void* stream) {
+  static constexpr const char* call = "gjAllToAllV";
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    alltoallv(call, c, sendbuff, sendcounts, recvbuff, recvcounts, dtype, stream, r);
+  }, dtype);
+}
+
+gjResult_t gjIallToAllV(const void* sendbuff, const size_t* sendcounts, void* recvbuff, const size_t* recvcounts,
+                        gjDataType_t dtype, gjComm_t comm, void* stream, gjRequest_t* request) {
+  static constexpr const char* call = "gjIallToAllV";
+  return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
+    alltoallv(call, c, sendbuff, sendcounts, recvbuff, recvcounts, dtype, stream, r);
+  }, dtype);
 }
 
 gjResult_t gjBarrier(gjComm_t comm) {

@@ -261,6 +261,16 @@ class Communicator {
                       double prescale = 1.0, double postscale = 1.0, void* stream = nullptr) {
     reduce_scatter(send, recv, recvcounts, dtype_of_v<T>, op, prescale, postscale, stream);
   }
+  // sendcounts[q] elements to rank q, recvcounts[q] from it (size() entries each).
+  void alltoallv(const void* send, const std::vector<std::size_t>& sendcounts, void* recv,
+                 const std::vector<std::size_t>& recvcounts, gjDataType_t dtype, void* stream = nullptr) {
+    check(gjAllToAllV(send, sendcounts.data(), recv, recvcounts.data(), dtype, comm_, stream), comm_);
+  }
+  template <class T>
+  void alltoallv(const T* send, const std::vector<std::size_t>& sendcounts, T* recv,
+                 const std::vector<std::size_t>& recvcounts, void* stream = nullptr) {
+    alltoallv(send, sendcounts, recv, recvcounts, dtype_of_v<T>, stream);
+  }
   void barrier() { check(gjBarrier(comm_), comm_); }
   // Collective; ranks with color < 0 get an empty Communicator.
   Communicator split(int color, int key) const {
@@ -311,6 +321,12 @@ class Communicator {
                           void* stream = nullptr) {
     gjRequest_t r = nullptr;
     check(gjIreduceScatter(send, recv, recvcounts.data(), dtype, op, prescale, postscale, comm_, stream, &r), comm_);
+    return Request(r);
+  }
+  Request ialltoallv(const void* send, const std::vector<std::size_t>& sendcounts, void* recv,
+                     const std::vector<std::size_t>& recvcounts, gjDataType_t dtype, void* stream = nullptr) {
+    gjRequest_t r = nullptr;
+    check(gjIallToAllV(send, sendcounts.data(), recv, recvcounts.data(), dtype, comm_, stream, &r), comm_);
     return Request(r);
   }
   Request ibarrier() {

@@ -168,6 +168,13 @@ class Comm:
                                self._h(), stream)
         self._run("gjReduceScatter", send, recv, c, dtype, op, prescale, postscale, self._h(), stream)
 
+    def alltoallv(self, send, sendcounts, recv, recvcounts, dtype, stream=None, nonblocking=False):
+        """sendcounts[q] elements of send to rank q; recvcounts[q] from rank q into recv."""
+        s, r = _c_size_array(sendcounts), _c_size_array(recvcounts)
+        if nonblocking:
+            return self._start("gjIallToAllV", send, s, recv, r, dtype, self._h(), stream)
+        self._run("gjAllToAllV", send, s, recv, r, dtype, self._h(), stream)
+
     def barrier(self, nonblocking=False):
         if nonblocking:
             return self._start("gjIbarrier", self._h())

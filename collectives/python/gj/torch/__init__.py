@@ -20,6 +20,7 @@ from ._basics import (ProcessSet, add_process_set, ccl_built, cross_rank, cross_
 from .compression import Compression
 from .exceptions import HorovodInternalError, HostsUpdatedInterrupt
 from .functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
+from .alltoall import alltoall, alltoall_async
 from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgather_async, allreduce,
                       allreduce_, allreduce_async, allreduce_async_, barrier, broadcast, broadcast_,
                       broadcast_async, broadcast_async_, grouped_allgather, grouped_allgather_async,
@@ -39,6 +40,7 @@ __all__ = [
     "allgather", "allgather_async", "grouped_allgather", "grouped_allgather_async",
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
     "reducescatter", "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async",
+    "alltoall", "alltoall_async",
     "barrier", "join", "poll", "synchronize",
     "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
     "DistributedOptimizer", "HorovodInternalError", "HostsUpdatedInterrupt",
