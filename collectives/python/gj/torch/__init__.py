@@ -28,6 +28,7 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgat
                       grouped_allreduce_async_, grouped_reducescatter, grouped_reducescatter_async,
                       join, poll, reducescatter, reducescatter_async, synchronize)
 from .optimizer import DistributedOptimizer
+from .sync_batch_norm import SyncBatchNorm
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size", "cross_rank",
@@ -40,7 +41,7 @@ __all__ = [
     "allgather", "allgather_async", "grouped_allgather", "grouped_allgather_async",
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
     "reducescatter", "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async",
-    "alltoall", "alltoall_async",
+    "alltoall", "alltoall_async", "SyncBatchNorm",
     "barrier", "join", "poll", "synchronize",
     "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
     "DistributedOptimizer", "HorovodInternalError", "HostsUpdatedInterrupt",
