@@ -59,6 +59,7 @@ const char* kind_name(std::uint64_t kind) {
     case Kind::SetCheck: return "set check";
     case Kind::Destroy: return "comm destroy";
     case Kind::AllToAll: return "alltoall";
+    case Kind::Adasum: return "adasum allreduce";
   }
   return "unknown";
 }

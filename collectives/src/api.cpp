@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "adasum/adasum_plan.h"
+#include "adasum/host_adasum.h"
 #include "agreement.h"
 #include "alltoall/host_alltoall.h"
 #include "comm.h"
@@ -347,6 +349,32 @@ void alltoallv(const char* call, gjComm* c, const void* sendbuff, const std::siz
   issue(c, t, std::move(w), std::move(body), request, stream);
 }
 
+void adasum(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, std::size_t count, gjDataType_t dtype,
+            gjRequest_t* request) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  if (!gj::is_floating(dtype)) {
+    throw Error(gjUnsupported, std::string(call) + ": dtype=" + gj::dtype_name(dtype) +
+                                   " cannot be combined by Adasum; it takes f32, f64, f16 or bf16");
+  }
+  gj::validate::bytes(call, "count", count, dtype);
+  gj::validate::buffer(call, "sendbuff", sendbuff, count);
+  gj::validate::buffer(call, "recvbuff", recvbuff, count);
+  if (!gj::adasum::power_of_two(c->size)) {
+    throw Error(gjUnsupported, std::string(call) + ": the communicator has " + std::to_string(c->size) +
+                                   " ranks; Adasum runs on a power of two (as Horovod's), use 1, 2, 4, 8, ... ranks");
+  }
+  const void* buffers[] = {sendbuff, recvbuff};
+  const char* names[] = {"sendbuff", "recvbuff"};
+  if (buffers_on_device(call, buffers, names, 2)) {
+    throw Error(gjUnsupported, std::string(call) + ": device buffers are not combined on the device; copy them to "
+                                                       "host memory first (gj.torch stages CUDA tensors that way)");
+  }
+  gj::Work w = work_for(call, c, gj::Kind::Adasum, count, dtype);
+  const MPI_Comm mpi = c->mpi;
+  auto body = [=] { gj::adasum::host_adasum(mpi, sendbuff, recvbuff, count, dtype); };
+  issue(c, Target{false, c->host.get()}, std::move(w), std::move(body), request, nullptr);
+}
+
 void barrier(const char* call, gjComm* c, gjRequest_t* request) {
   gj::Work w;
   w.call = call;
@@ -621,6 +649,21 @@ gjResult_t gjIallToAllV(const void* sendbuff, const size_t* sendcounts, void* re
   static constexpr const char* call = "gjIallToAllV";
   return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
     alltoallv(call, c, sendbuff, sendcounts, recvbuff, recvcounts, dtype, stream, r);
+  }, dtype);
+}
+
+gjResult_t gjAllReduceAdasum(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype, gjComm_t comm) {
+  static constexpr const char* call = "gjAllReduceAdasum";
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    adasum(call, c, sendbuff, recvbuff, count, dtype, r);
+  }, dtype);
+}
+
+gjResult_t gjIallReduceAdasum(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype, gjComm_t comm,
+                              gjRequest_t* request) {
+  static constexpr const char* call = "gjIallReduceAdasum";
+  return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
+    adasum(call, c, sendbuff, recvbuff, count, dtype, r);
   }, dtype);
 }
 

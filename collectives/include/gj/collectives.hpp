@@ -271,6 +271,13 @@ class Communicator {
                  const std::vector<std::size_t>& recvcounts, void* stream = nullptr) {
     alltoallv(send, sendcounts, recv, recvcounts, dtype_of_v<T>, stream);
   }
+  void allreduce_adasum(const void* send, void* recv, std::size_t count, gjDataType_t dtype) {
+    check(gjAllReduceAdasum(send, recv, count, dtype, comm_), comm_);
+  }
+  template <class T>
+  void allreduce_adasum(const T* send, T* recv, std::size_t count) {
+    allreduce_adasum(send, recv, count, dtype_of_v<T>);
+  }
   void barrier() { check(gjBarrier(comm_), comm_); }
   // Collective; ranks with color < 0 get an empty Communicator.
   Communicator split(int color, int key) const {
@@ -327,6 +334,11 @@ class Communicator {
                      const std::vector<std::size_t>& recvcounts, gjDataType_t dtype, void* stream = nullptr) {
     gjRequest_t r = nullptr;
     check(gjIallToAllV(send, sendcounts.data(), recv, recvcounts.data(), dtype, comm_, stream, &r), comm_);
+    return Request(r);
+  }
+  Request iallreduce_adasum(const void* send, void* recv, std::size_t count, gjDataType_t dtype) {
+    gjRequest_t r = nullptr;
+    check(gjIallReduceAdasum(send, recv, count, dtype, comm_, &r), comm_);
     return Request(r);
   }
   Request ibarrier() {

@@ -175,6 +175,12 @@ class Comm:
             return self._start("gjIallToAllV", send, s, recv, r, dtype, self._h(), stream)
         self._run("gjAllToAllV", send, s, recv, r, dtype, self._h(), stream)
 
+    def adasum(self, send, recv, count, dtype, nonblocking=False):
+        """recv = the Adasum of every rank's send (host memory; f32, f64, f16, bf16)."""
+        if nonblocking:
+            return self._start("gjIallReduceAdasum", send, recv, count, dtype, self._h())
+        self._run("gjAllReduceAdasum", send, recv, count, dtype, self._h())
+
     def barrier(self, nonblocking=False):
         if nonblocking:
             return self._start("gjIbarrier", self._h())

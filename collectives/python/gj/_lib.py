@@ -92,6 +92,8 @@ SIGNATURES = {
     "gjBarrier": (_i, [_p]),
     "gjAllToAllV": (_i, [_p, _psz, _p, _psz, _i, _p, _p]),
     "gjIallToAllV": (_i, [_p, _psz, _p, _psz, _i, _p, _p, _pp]),
+    "gjAllReduceAdasum": (_i, [_p, _p, _sz, _i, _p]),
+    "gjIallReduceAdasum": (_i, [_p, _p, _sz, _i, _p, _pp]),
     "gjCommSplit": (_i, [_p, _i, _i, _pp]),
     "gjCommSetCheck": (_i, [_p, _i]),
     "gjIallReduce": (_i, [_p, _p, _sz, _i, _i, _d, _d, _p, _p, _pp]),

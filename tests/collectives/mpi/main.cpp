@@ -47,6 +47,7 @@ int main() {
   timed(ctx, "mismatch", gjt::run_mismatch_cases);
   timed(ctx, "nonblocking", gjt::run_nonblocking_cases);
   timed(ctx, "alltoall", gjt::run_alltoall_cases);
+  timed(ctx, "adasum", gjt::run_adasum_cases);
 
   int worst = ctx.worst;
   MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

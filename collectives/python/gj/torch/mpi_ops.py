@@ -44,8 +44,7 @@ def resolve_op(op, average, what):
     if op is None:
         op = Average
     if op == Adasum:
-        raise ValueError(f"{what}: op=Adasum is not supported by gj (no Adasum algorithm in the library); "
-                         "use op=Average or op=Sum")
+        return op  # gj/torch/adasum.py
     if op not in _GJ_OPS:
         raise ValueError(f"{what}: op={op!r} is not one of {', '.join(_OP_NAMES[o] for o in _GJ_OPS)}")
     return op
@@ -213,6 +212,9 @@ def _reduction_input(tensor, op, average, prescale_factor, postscale_factor, com
 
 # ---- allreduce -------------------------------------------------------------------------------
 def _allreduce_async(tensor, output, op, prescale, postscale, process_set, what, asynchronous=True):
+    if op == Adasum:
+        from . import adasum
+        return adasum.adasum_async(tensor, output, prescale, postscale, process_set, what, asynchronous)
     comm = _comm(process_set, what)
     code = check_tensor(tensor, what, reduce=True)
     require_contiguous(tensor, what)
@@ -287,6 +289,9 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, po
 
 
 def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchronous=True):
+    if op == Adasum:
+        from . import adasum
+        return adasum.grouped_adasum_async(list(tensors), list(outputs), pre, post, process_set, what, asynchronous)
     comm = _comm(process_set, what)
     tensors, outputs = list(tensors), list(outputs)
     if not tensors:
