@@ -29,6 +29,7 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgat
                       join, poll, reducescatter, reducescatter_async, synchronize)
 from .optimizer import DistributedOptimizer
 from .sync_batch_norm import SyncBatchNorm
+from .timeline import start_timeline, stop_timeline
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size", "cross_rank",
@@ -41,7 +42,7 @@ __all__ = [
     "allgather", "allgather_async", "grouped_allgather", "grouped_allgather_async",
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
     "reducescatter", "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async",
-    "alltoall", "alltoall_async", "SyncBatchNorm",
+    "alltoall", "alltoall_async", "SyncBatchNorm", "start_timeline", "stop_timeline",
     "barrier", "join", "poll", "synchronize",
     "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
     "DistributedOptimizer", "HorovodInternalError", "HostsUpdatedInterrupt",

@@ -81,6 +81,8 @@ def init(comm=None, process_sets=None):
     _cross = _cross_rank_size(_world)
     for ps in process_sets or []:
         add_process_set(ps)
+    from . import timeline
+    timeline.start_from_environment()
 
 
 def _cross_rank_size(world):
@@ -97,7 +99,8 @@ def shutdown():
     global _world
     if _world is None:
         return
-    from . import mpi_ops
+    from . import mpi_ops, timeline
+    timeline.stop_timeline()
     mpi_ops._drop_handles()
     for ps in list(_process_sets.values()):
         if ps is not global_process_set and ps._comm is not None:

@@ -14,6 +14,7 @@ import torch
 
 from .. import _lib
 from . import mpi_ops
+from . import timeline as _timeline
 from ._basics import global_process_set
 from ._tensor import check_tensor, ptr, stream
 
@@ -53,7 +54,8 @@ def _received_splits(comm, sent):
     n = comm.size
     send = (ctypes.c_int64 * n)(*sent)
     recv = (ctypes.c_int64 * n)()
-    mpi_ops._call(comm.alltoallv, ctypes.addressof(send), [1] * n, ctypes.addressof(recv), [1] * n, _lib.INT64)
+    with _timeline.negotiation():
+        mpi_ops._call(comm.alltoallv, ctypes.addressof(send), [1] * n, ctypes.addressof(recv), [1] * n, _lib.INT64)
     return list(recv)
 
 
@@ -82,11 +84,17 @@ def _alltoall_async(tensor, splits, process_set, what, asynchronous=True):
         return comm.alltoallv(ptr(tensor), [s * row_bytes for s in sent], ptr(out), [g * row_bytes for g in got],
                               _lib.UINT8, stream(tensor), nonblocking=nb)
 
+    token = _timeline.issued()
     req = mpi_ops._call(run, asynchronous)
-    handle = mpi_ops._new_handle([req] if req is not None else [], lambda: (out, received), (tensor, out))
+    if not asynchronous:
+        _timeline.done(token)
+        token = None
+    handle = mpi_ops._new_handle(([req] if req is not None else []) + _timeline.completion(token),
+                                 lambda: (out, received), (tensor, out))
     return handle, sent, got
 
 
+@_timeline.named("alltoall")
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     """Starts the alltoall of tensor; returns a handle whose synchronize() gives (output,
     received_splits). splits: how many rows of dimension 0 go to each rank of the set, in rank
@@ -117,6 +125,7 @@ def _alltoall_now(tensor, splits, process_set):
     return mpi_ops.synchronize(handle)[0]
 
 
+@_timeline.named("alltoall")
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Scatters the rows of tensor's dimension 0 over the ranks of the set (splits[q] rows to rank
     q, or an even split when splits is None) and returns what every rank sent here, concatenated

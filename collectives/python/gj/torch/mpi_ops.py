@@ -22,6 +22,7 @@ import torch
 from .. import _lib
 from .._lib import GjError
 from . import _basics
+from . import timeline as _timeline
 from ._basics import global_process_set
 from ._tensor import check_tensor, ptr, require_contiguous, same_device, stream
 from .compression import Compression
@@ -120,7 +121,8 @@ def agree(comm, what, fields, rows=None):
     vec = (ctypes.c_int64 * (2 + comm.size))()
     vec[0], vec[1] = h, -h
     vec[2 + comm.rank] = rows if rows is not None else 0
-    _call(comm.allreduce, ctypes.addressof(vec), ctypes.addressof(vec), 2 + comm.size, _lib.INT64, _lib.MAX)
+    with _timeline.negotiation():
+        _call(comm.allreduce, ctypes.addressof(vec), ctypes.addressof(vec), 2 + comm.size, _lib.INT64, _lib.MAX)
     if vec[0] != h or vec[1] != -h:
         raise ValueError(_disagree(what, comm.rank, fields))
     return [vec[2 + r] for r in range(comm.size)]
@@ -176,11 +178,15 @@ def _start(comm, what, fields, run, asynchronous):
     data request's list comes first: waiting for it first keeps its buffers' lifetime simple)."""
     if asynchronous:
         comm.set_check(True)
-        agreement = _call(_Agreement, comm, what, fields)
+        with _timeline.negotiation():
+            agreement = _call(_Agreement, comm, what, fields)
+        token = _timeline.issued()
         reqs = _call(run, True)
-        return (reqs if isinstance(reqs, list) else [reqs]) + [agreement]
+        return (reqs if isinstance(reqs, list) else [reqs]) + [agreement] + _timeline.completion(token)
     agree(comm, what, fields)
+    token = _timeline.issued()
     _call(run, False)
+    _timeline.done(token)
     return []
 
 
@@ -229,6 +235,7 @@ def _allreduce_async(tensor, output, op, prescale, postscale, process_set, what,
     return _new_handle(reqs, lambda: output, (tensor, output))
 
 
+@_timeline.named("allreduce")
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                     process_set=global_process_set):
     """Starts reducing tensor across the process set into a new tensor; returns a handle."""
@@ -239,6 +246,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     return _allreduce_async(tensor, torch.empty_like(tensor), op, pre, post, process_set, "allreduce_async")
 
 
+@_timeline.named("allreduce")
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                      process_set=global_process_set):
     """Starts reducing tensor in place; returns a handle."""
@@ -267,6 +275,7 @@ class HorovodAllreduce(torch.autograd.Function):
                          process_set=process_set), None, None, None, None
 
 
+@_timeline.named("allreduce")
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """A new tensor: tensor reduced across the process set (default op Average). Differentiable."""
@@ -280,6 +289,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     return compression.decompress(out, ctx)
 
 
+@_timeline.named("allreduce")
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=global_process_set):
     """Reduces tensor in place across the process set and returns it."""
@@ -316,6 +326,7 @@ def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchron
     return _new_handle(reqs, lambda: outputs, (tensors, outputs))
 
 
+@_timeline.named("grouped_allreduce")
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set):
     op = resolve_op(op, average, "grouped_allreduce_async")
@@ -325,6 +336,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
                           "grouped_allreduce_async")
 
 
+@_timeline.named("grouped_allreduce")
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set):
     op = resolve_op(op, average, "grouped_allreduce_async_")
@@ -333,6 +345,7 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
     return _grouped_async(tensors, tensors, op, pre, post, process_set, "grouped_allreduce_async_")
 
 
+@_timeline.named("grouped_allreduce")
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """New tensors: each of tensors reduced across the process set, fused per dtype."""
@@ -349,6 +362,7 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
     return [compression.decompress(o, p[1]) for o, p in zip(outs, packed)]
 
 
+@_timeline.named("grouped_allreduce")
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                        postscale_factor=1.0, process_set=global_process_set):
     op = resolve_op(op, average, "grouped_allreduce_")
@@ -381,11 +395,13 @@ def _broadcast_async(tensor, output, root_rank, process_set, what, asynchronous=
     return _new_handle(reqs, lambda: output, (tensor, output))
 
 
+@_timeline.named("broadcast")
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
     return _broadcast_async(tensor, torch.empty_like(tensor, memory_format=torch.contiguous_format),
                             root_rank, process_set, "broadcast_async")
 
 
+@_timeline.named("broadcast")
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
     return _broadcast_async(tensor, tensor, root_rank, process_set, "broadcast_async_")
 
@@ -408,6 +424,7 @@ class HorovodBroadcast(torch.autograd.Function):
         return grad, None, None
 
 
+@_timeline.named("broadcast")
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """A new tensor holding root_rank's tensor. Differentiable."""
     check_tensor(tensor, "broadcast")
@@ -417,6 +434,7 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     return synchronize(_broadcast_async(tensor.detach(), out, root_rank, process_set, "broadcast", False))
 
 
+@_timeline.named("broadcast")
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     """Copies root_rank's tensor into tensor on every rank; returns it."""
     return synchronize(_broadcast_async(tensor, tensor, root_rank, process_set, "broadcast_", False))
@@ -440,10 +458,16 @@ def _allgather_async(tensor, process_set, what, asynchronous=True):
     def run(nb):
         return comm.allgatherv(ptr(tensor), ptr(out), counts, _lib.UINT8, stream(tensor), nonblocking=nb)
 
+    token = _timeline.issued()
     req = _call(run, asynchronous)
-    return _new_handle([req] if req is not None else [], lambda: out, (tensor, out)), rows
+    if not asynchronous:
+        _timeline.done(token)
+        token = None
+    return _new_handle(([req] if req is not None else []) + _timeline.completion(token), lambda: out,
+                       (tensor, out)), rows
 
 
+@_timeline.named("allgather")
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts concatenating every rank's tensor along dimension 0; returns a handle."""
     return _allgather_async(tensor, process_set, "allgather_async")[0]
@@ -465,6 +489,7 @@ class HorovodAllgather(torch.autograd.Function):
         return grad.narrow(0, sum(rows[:r]), rows[r]), None
 
 
+@_timeline.named("allgather")
 def allgather(tensor, name=None, process_set=global_process_set):
     """A new tensor: every rank's tensor concatenated along dimension 0 in rank order (the
     first dimension may differ per rank, the rest of the shape and the dtype may not)."""
@@ -474,6 +499,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
     return synchronize(_allgather_async(tensor.detach(), process_set, "allgather", False)[0])
 
 
+@_timeline.named("allgather")
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     handles = [allgather_async(t, process_set=process_set) for t in tensors]
     reqs = [r for h in handles for r in _handles[h].requests]
@@ -481,6 +507,7 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     return _new_handle(reqs, lambda: [f.finish() for f in finishers], finishers)
 
 
+@_timeline.named("allgather")
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
     return [allgather(t, process_set=process_set) for t in tensors]
 
@@ -511,6 +538,7 @@ def _reducescatter_async(tensor, op, pre, post, process_set, what, asynchronous=
     return _new_handle(reqs, lambda: out, (tensor, out))
 
 
+@_timeline.named("reducescatter")
 def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
                         process_set=global_process_set):
     op = resolve_op(op, None, "reducescatter_async")
@@ -536,6 +564,7 @@ class HorovodReducescatter(torch.autograd.Function):
         return grad, None, None, None, None
 
 
+@_timeline.named("reducescatter")
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average, prescale_factor=1.0,
                   postscale_factor=1.0, process_set=global_process_set):
     """This rank's rows of the reduction of tensor: dimension 0 split evenly over the ranks of the
@@ -550,12 +579,14 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average, p
     return compression.decompress(out, ctx)
 
 
+@_timeline.named("reducescatter")
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average, prescale_factor=1.0,
                           postscale_factor=1.0, process_set=global_process_set):
     return [reducescatter(t, compression=compression, op=op, prescale_factor=prescale_factor,
                           postscale_factor=postscale_factor, process_set=process_set) for t in tensors]
 
 
+@_timeline.named("reducescatter")
 def grouped_reducescatter_async(tensors, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
                                 process_set=global_process_set):
     handles = [reducescatter_async(t, op=op, prescale_factor=prescale_factor,
