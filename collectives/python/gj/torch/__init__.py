@@ -30,6 +30,7 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgat
 from .optimizer import DistributedOptimizer
 from .sync_batch_norm import SyncBatchNorm
 from .timeline import start_timeline, stop_timeline
+from . import elastic
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size", "cross_rank",
@@ -43,6 +44,7 @@ __all__ = [
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
     "reducescatter", "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async",
     "alltoall", "alltoall_async", "SyncBatchNorm", "start_timeline", "stop_timeline",
+    "elastic",
     "barrier", "join", "poll", "synchronize",
     "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
     "DistributedOptimizer", "HorovodInternalError", "HostsUpdatedInterrupt",
