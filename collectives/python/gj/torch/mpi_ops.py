@@ -45,7 +45,10 @@ def resolve_op(op, average, what):
     if op is None:
         op = Average
     if op == Adasum:
-        return op  # gj/torch/adasum.py
+        if what.startswith(("allreduce", "grouped_allreduce")):
+            return op  # gj/torch/adasum.py
+        raise ValueError(f"{what}: op=Adasum combines whole tensors and is supported by allreduce and "
+                         "grouped_allreduce only (as Horovod); use op=Average or op=Sum")
     if op not in _GJ_OPS:
         raise ValueError(f"{what}: op={op!r} is not one of {', '.join(_OP_NAMES[o] for o in _GJ_OPS)}")
     return op
