@@ -58,6 +58,8 @@ const char* kind_name(std::uint64_t kind) {
     case Kind::Split: return "comm split";
     case Kind::SetCheck: return "set check";
     case Kind::Destroy: return "comm destroy";
+    case Kind::AllToAll: return "alltoall";
+    case Kind::Adasum: return "adasum allreduce";
   }
   return "unknown";
 }

@@ -23,6 +23,8 @@ enum class Kind : std::uint64_t {
   Split = 7,
   SetCheck = 8,
   Destroy = 9,
+  AllToAll = 10,
+  Adasum = 11,
 };
 const char* kind_name(std::uint64_t kind);
 

@@ -11,7 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "adasum/adasum_plan.h"
+#include "adasum/host_adasum.h"
 #include "agreement.h"
+#include "alltoall/host_alltoall.h"
 #include "comm.h"
 #include "cuda/device.h"
 #include "dtype.h"
@@ -318,6 +321,60 @@ void reduce_scatter(const char* call, gjComm* c, const void* sendbuff, void* rec
   issue(c, t, std::move(w), std::move(body), request, stream);
 }
 
+void alltoallv(const char* call, gjComm* c, const void* sendbuff, const std::size_t* sendcounts, void* recvbuff,
+               const std::size_t* recvcounts, gjDataType_t dtype, void* stream, gjRequest_t* request) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  const std::size_t out = gj::validate::rank_counts(call, "sendcounts", sendcounts, c->size, dtype);
+  const std::size_t in = gj::validate::rank_counts(call, "recvcounts", recvcounts, c->size, dtype);
+  gj::validate::buffer(call, "sendbuff", sendbuff, out);
+  gj::validate::buffer(call, "recvbuff", recvbuff, in);
+  if (out > 0 && in > 0 && static_cast<const void*>(recvbuff) == sendbuff) {
+    throw Error(gjInvalidArgument, std::string(call) + ": sendbuff == recvbuff; alltoall is not in place, pass a "
+                                                           "separate receive buffer");
+  }
+  const void* buffers[] = {out > 0 ? sendbuff : nullptr, in > 0 ? recvbuff : nullptr};
+  const char* names[] = {"sendbuff", "recvbuff"};
+  const Target t = target_of(c, call, buffers, names, 2);
+  // Counts differ per rank: the record agrees on the kind and dtype, and the body checks each
+  // pair's counts (recvcounts[q] here == rank q's sendcounts for this rank) when checking.
+  gj::Work w = work_for(call, c, gj::Kind::AllToAll, 0, dtype);
+  const bool pairs = w.check;
+  gj::Backend* b = t.backend;
+  const MPI_Comm mpi = c->mpi;
+  std::vector<std::size_t> sc(sendcounts, sendcounts + c->size), rc(recvcounts, recvcounts + c->size);
+  auto body = [=, sc = std::move(sc), rc = std::move(rc)] {
+    if (pairs) gj::alltoall::require_matching_counts(mpi, call, sc.data(), rc.data());
+    b->alltoallv(sendbuff, sc.data(), recvbuff, rc.data(), dtype, stream);
+  };
+  issue(c, t, std::move(w), std::move(body), request, stream);
+}
+
+void adasum(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, std::size_t count, gjDataType_t dtype,
+            gjRequest_t* request) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  if (!gj::is_floating(dtype)) {
+    throw Error(gjUnsupported, std::string(call) + ": dtype=" + gj::dtype_name(dtype) +
+                                   " cannot be combined by Adasum; it takes f32, f64, f16 or bf16");
+  }
+  gj::validate::bytes(call, "count", count, dtype);
+  gj::validate::buffer(call, "sendbuff", sendbuff, count);
+  gj::validate::buffer(call, "recvbuff", recvbuff, count);
+  if (!gj::adasum::power_of_two(c->size)) {
+    throw Error(gjUnsupported, std::string(call) + ": the communicator has " + std::to_string(c->size) +
+                                   " ranks; Adasum runs on a power of two (as Horovod's), use 1, 2, 4, 8, ... ranks");
+  }
+  const void* buffers[] = {sendbuff, recvbuff};
+  const char* names[] = {"sendbuff", "recvbuff"};
+  if (buffers_on_device(call, buffers, names, 2)) {
+    throw Error(gjUnsupported, std::string(call) + ": device buffers are not combined on the device; copy them to "
+                                                       "host memory first (gj.torch stages CUDA tensors that way)");
+  }
+  gj::Work w = work_for(call, c, gj::Kind::Adasum, count, dtype);
+  const MPI_Comm mpi = c->mpi;
+  auto body = [=] { gj::adasum::host_adasum(mpi, sendbuff, recvbuff, count, dtype); };
+  issue(c, Target{false, c->host.get()}, std::move(w), std::move(body), request, nullptr);
+}
+
 void barrier(const char* call, gjComm* c, gjRequest_t* request) {
   gj::Work w;
   w.call = call;
@@ -577,6 +634,37 @@ gjResult_t gjIreduceScatter(const void* sendbuff, void* recvbuff, const size_t* 
   return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
     reduce_scatter(call, c, sendbuff, recvbuff, recvcounts, dtype, op, gj::Scale{prescale, postscale}, stream, r);
   }, dtype, op);
+}
+
+gjResult_t gjAllToAllV(const void* sendbuff, const size_t* sendcounts, void* recvbuff, const size_t* recvcounts,
+                       gjDataType_t dtype, gjComm_t comm, void* stream) {
+  static constexpr const char* call = "gjAllToAllV";
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    alltoallv(call, c, sendbuff, sendcounts, recvbuff, recvcounts, dtype, stream, r);
+  }, dtype);
+}
+
+gjResult_t gjIallToAllV(const void* sendbuff, const size_t* sendcounts, void* recvbuff, const size_t* recvcounts,
+                        gjDataType_t dtype, gjComm_t comm, void* stream, gjRequest_t* request) {
+  static constexpr const char* call = "gjIallToAllV";
+  return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
+    alltoallv(call, c, sendbuff, sendcounts, recvbuff, recvcounts, dtype, stream, r);
+  }, dtype);
+}
+
+gjResult_t gjAllReduceAdasum(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype, gjComm_t comm) {
+  static constexpr const char* call = "gjAllReduceAdasum";
+  return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
+    adasum(call, c, sendbuff, recvbuff, count, dtype, r);
+  }, dtype);
+}
+
+gjResult_t gjIallReduceAdasum(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype, gjComm_t comm,
+                              gjRequest_t* request) {
+  static constexpr const char* call = "gjIallReduceAdasum";
+  return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
+    adasum(call, c, sendbuff, recvbuff, count, dtype, r);
+  }, dtype);
 }
 
 gjResult_t gjBarrier(gjComm_t comm) {

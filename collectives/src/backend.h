@@ -63,6 +63,12 @@ class Backend {
                               gjDataType_t /*dtype*/, gjRedOp_t /*op*/, Scale /*scale*/, void* /*stream*/) {
     unsupported("reduce-scatter");
   }
+  // Alltoall-v (alltoall/alltoall_plan.h's layout): sendcounts[q] elements to rank q,
+  // recvcounts[q] from rank q, each array one entry per rank; send and recv do not overlap.
+  virtual void alltoallv(const void* /*send*/, const std::size_t* /*sendcounts*/, void* /*recv*/,
+                         const std::size_t* /*recvcounts*/, gjDataType_t /*dtype*/, void* /*stream*/) {
+    unsupported("alltoall");
+  }
 
   // Nonblocking device calls: right after a call's work was enqueued on `stream`, a handle
   // that completes when that work has (e.g. a CUDA event recorded on the stream). Host

@@ -218,8 +218,6 @@ def test_bad_arguments(world):
         hvd.DistributedOptimizer(sgd, backward_passes_per_step=0)
     with pytest.raises(ValueError, match="not in it"):
         hvd.DistributedOptimizer(sgd, named_parameters=list(model.a.named_parameters()))
-    with pytest.raises(ValueError, match="Adasum"):
-        hvd.DistributedOptimizer(sgd, op=hvd.Adasum)
     with pytest.raises(TypeError, match="torch.optim.Optimizer"):
         hvd.DistributedOptimizer(object())
 

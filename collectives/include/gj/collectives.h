@@ -177,6 +177,27 @@ gjResult_t gjAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recv
 gjResult_t gjReduceScatter(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
                            gjDataType_t dtype, gjRedOp_t op, double prescale, double postscale,
                            gjComm_t comm, void* stream);
+/* Alltoall, per-peer counts (Horovod's alltoall with splits): this rank sends sendcounts[q]
+ * elements to rank q, the block at element offset sendcounts[0] + ... + sendcounts[q-1] of
+ * sendbuff, and receives recvcounts[q] elements from rank q into the block at the same kind of
+ * offset of recvbuff. Both arrays have size entries (zero allowed); recvcounts[q] must equal
+ * what rank q passes as its sendcounts for this rank: with the agreement check on (GJ_COLL_CHECK,
+ * gjCommSetCheck) a disagreeing pair fails the call with gjInvalidUsage on every rank, naming the
+ * pair. A caller that knows only its send counts learns its receive counts with an alltoall of
+ * the counts themselves (sendcounts = recvcounts = all 1, dtype gjInt64). Every dtype; not in
+ * place (sendbuff == recvbuff is gjInvalidArgument). Host buffers: MPI_Alltoallv (a pairwise
+ * exchange beyond int byte counts); device buffers: ncclSend/ncclRecv in one group. */
+gjResult_t gjAllToAllV(const void* sendbuff, const size_t* sendcounts, void* recvbuff,
+                       const size_t* recvcounts, gjDataType_t dtype, gjComm_t comm, void* stream);
+/* Adasum (Horovod's op=Adasum): recvbuff = the adaptive sum of every rank's sendbuff, combined
+ * pairwise as Adasum(a, b) = (1 - a.b / 2|a|^2) a + (1 - a.b / 2|b|^2) b over the whole buffer
+ * (one tensor), in the binary tree of ranks (0,1), (2,3), ..., then pairs of pairs, by vector
+ * halving and distance doubling over MPI. The same bits on every rank. f32, f64, f16, bf16
+ * (f16/bf16 combined in f32, rounded once); host buffers only (device buffers: gjUnsupported,
+ * copy them to host memory); the communicator's size must be a power of two (else
+ * gjUnsupported naming it). In place when sendbuff == recvbuff. */
+gjResult_t gjAllReduceAdasum(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype,
+                             gjComm_t comm);
 /* Host-side barrier over the communicator (waits for this communicator's queued requests). */
 gjResult_t gjBarrier(gjComm_t comm);
 
@@ -222,6 +243,11 @@ gjResult_t gjIallGatherV(const void* sendbuff, void* recvbuff, const size_t* rec
 gjResult_t gjIreduceScatter(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
                             gjDataType_t dtype, gjRedOp_t op, double prescale, double postscale,
                             gjComm_t comm, void* stream, gjRequest_t* request);
+gjResult_t gjIallToAllV(const void* sendbuff, const size_t* sendcounts, void* recvbuff,
+                        const size_t* recvcounts, gjDataType_t dtype, gjComm_t comm, void* stream,
+                        gjRequest_t* request);
+gjResult_t gjIallReduceAdasum(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype,
+                              gjComm_t comm, gjRequest_t* request);
 gjResult_t gjIbarrier(gjComm_t comm, gjRequest_t* request);
 
 /* *done = 1 when the request has completed (it is then freed and the operation's result is

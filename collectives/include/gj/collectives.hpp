@@ -261,6 +261,23 @@ class Communicator {
                       double prescale = 1.0, double postscale = 1.0, void* stream = nullptr) {
     reduce_scatter(send, recv, recvcounts, dtype_of_v<T>, op, prescale, postscale, stream);
   }
+  // sendcounts[q] elements to rank q, recvcounts[q] from it (size() entries each).
+  void alltoallv(const void* send, const std::vector<std::size_t>& sendcounts, void* recv,
+                 const std::vector<std::size_t>& recvcounts, gjDataType_t dtype, void* stream = nullptr) {
+    check(gjAllToAllV(send, sendcounts.data(), recv, recvcounts.data(), dtype, comm_, stream), comm_);
+  }
+  template <class T>
+  void alltoallv(const T* send, const std::vector<std::size_t>& sendcounts, T* recv,
+                 const std::vector<std::size_t>& recvcounts, void* stream = nullptr) {
+    alltoallv(send, sendcounts, recv, recvcounts, dtype_of_v<T>, stream);
+  }
+  void allreduce_adasum(const void* send, void* recv, std::size_t count, gjDataType_t dtype) {
+    check(gjAllReduceAdasum(send, recv, count, dtype, comm_), comm_);
+  }
+  template <class T>
+  void allreduce_adasum(const T* send, T* recv, std::size_t count) {
+    allreduce_adasum(send, recv, count, dtype_of_v<T>);
+  }
   void barrier() { check(gjBarrier(comm_), comm_); }
   // Collective; ranks with color < 0 get an empty Communicator.
   Communicator split(int color, int key) const {
@@ -311,6 +328,17 @@ class Communicator {
                           void* stream = nullptr) {
     gjRequest_t r = nullptr;
     check(gjIreduceScatter(send, recv, recvcounts.data(), dtype, op, prescale, postscale, comm_, stream, &r), comm_);
+    return Request(r);
+  }
+  Request ialltoallv(const void* send, const std::vector<std::size_t>& sendcounts, void* recv,
+                     const std::vector<std::size_t>& recvcounts, gjDataType_t dtype, void* stream = nullptr) {
+    gjRequest_t r = nullptr;
+    check(gjIallToAllV(send, sendcounts.data(), recv, recvcounts.data(), dtype, comm_, stream, &r), comm_);
+    return Request(r);
+  }
+  Request iallreduce_adasum(const void* send, void* recv, std::size_t count, gjDataType_t dtype) {
+    gjRequest_t r = nullptr;
+    check(gjIallReduceAdasum(send, recv, count, dtype, comm_, &r), comm_);
     return Request(r);
   }
   Request ibarrier() {

@@ -161,6 +161,19 @@ class Comm:
         self._run("gjReduceScatter", send, recv, c_counts, dtype, op, prescale, postscale, self._live_handle(),
                   stream)
 
+    def alltoallv(self, send, sendcounts, recv, recvcounts, dtype, stream=None, nonblocking=False):
+        """sendcounts[q] elements of send to rank q; recvcounts[q] from rank q into recv."""
+        s, r = _c_size_array(sendcounts), _c_size_array(recvcounts)
+        if nonblocking:
+            return self._start("gjIallToAllV", send, s, recv, r, dtype, self._h(), stream)
+        self._run("gjAllToAllV", send, s, recv, r, dtype, self._h(), stream)
+
+    def adasum(self, send, recv, count, dtype, nonblocking=False):
+        """recv = the Adasum of every rank's send (host memory; f32, f64, f16, bf16)."""
+        if nonblocking:
+            return self._start("gjIallReduceAdasum", send, recv, count, dtype, self._h())
+        self._run("gjAllReduceAdasum", send, recv, count, dtype, self._h())
+
     def barrier(self, nonblocking=False):
         if nonblocking:
             return self._start("gjIbarrier", self._live_handle())

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "alltoall/host_alltoall.h"
 #include "dtype.h"
 #include "error.h"
 #include "host/reduce.h"
@@ -189,6 +190,12 @@ class HostBackend final : public Backend {
       }
     }
     if (mine > 0) finish(recv, mine, dtype, op, scale);
+  }
+
+  void alltoallv(const void* send, const std::size_t* sendcounts, void* recv, const std::size_t* recvcounts,
+                 gjDataType_t dtype, void* /*stream*/) override {
+    require_live();
+    alltoall::host_alltoallv(comm_, send, sendcounts, recv, recvcounts, dtype);
   }
 
   void* fusion_buffer(std::size_t bytes) override {

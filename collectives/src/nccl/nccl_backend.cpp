@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../alltoall/alltoall_plan.h"
 #include "../cuda/batched_copy.h"
 #include "../cuda/check.h"
 #include "../cuda/device.h"
@@ -250,6 +251,40 @@ class NcclBackend final : public Backend {
     track(stream, what);
     if (scaled_input) record_use(scratch_, stream);
     finish(recv, mine, dtype, plan, stream);
+  }
+
+  // Alltoall-v: one ncclSend and one ncclRecv per peer with a non-empty block, in one NCCL
+  // group (NCCL >= 2.7). Not run on a device here: tested only against the emulated NCCL.
+  void alltoallv(const void* send, const std::size_t* sendcounts, void* recv, const std::size_t* recvcounts,
+                 gjDataType_t dtype, void* stream_v) override {
+    const auto lock = comm_.guard();
+    const int n = comm_.size();
+    const std::vector<std::size_t> sdispl = alltoall::offsets(sendcounts, n), rdispl = alltoall::offsets(recvcounts, n);
+    const nccl::Operation what{"ncclSend/ncclRecv(alltoall)", sdispl.back() + sendcounts[n - 1], dtype, gjSum,
+                               nccl::Operation::kCopy};
+    comm_.ensure_usable(what.call);
+    const DeviceScope scope = on_my_device(send, recv);
+    const auto stream = static_cast<cudaStream_t>(stream_v);
+    const std::size_t esize = dtype_size(dtype);
+    group([&] {
+      for (int q = 0; q < n; ++q) {
+        const std::size_t p = static_cast<std::size_t>(q);
+        if (sendcounts[q] > 0) {
+          const nccl::Movement m = nccl::to_movement(dtype, sendcounts[q]);
+          const ncclResult_t r = ncclSend(static_cast<const char*>(send) + sdispl[p] * esize, m.count, m.dtype, q,
+                                          comm_.get(), stream);
+          if (r != ncclSuccess) return r;
+        }
+        if (recvcounts[q] > 0) {
+          const nccl::Movement m = nccl::to_movement(dtype, recvcounts[q]);
+          const ncclResult_t r = ncclRecv(static_cast<char*>(recv) + rdispl[p] * esize, m.count, m.dtype, q,
+                                          comm_.get(), stream);
+          if (r != ncclSuccess) return r;
+        }
+      }
+      return ncclSuccess;
+    }, what);
+    track(stream, what);
   }
 
   void* fusion_buffer(std::size_t bytes) override {

@@ -24,6 +24,8 @@ enum Failure : int {
   kSplit = 20,         // barrier / sub-communicator behaviour
   kMismatch = 21,      // a mismatched call not failing on every rank
   kNonblocking = 22,   // a request's result differs from the blocking call, or misuse accepted
+  kAlltoall = 30,      // a wrong alltoall result, or a mismatched / invalid alltoall accepted
+  kAdasum = 31,        // a wrong Adasum result, or a refused / invalid Adasum call accepted
 };
 
 struct Ctx {
@@ -64,5 +66,7 @@ void run_scaled_cases(Ctx& ctx);
 void run_split_cases(Ctx& ctx);
 void run_mismatch_cases(Ctx& ctx);
 void run_nonblocking_cases(Ctx& ctx);
+void run_alltoall_cases(Ctx& ctx);
+void run_adasum_cases(Ctx& ctx);
 
 }  // namespace gjt

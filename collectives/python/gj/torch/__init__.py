@@ -20,6 +20,7 @@ from ._process_sets import ProcessSet, add_process_set, global_process_set, remo
 from .compression import Compression
 from .exceptions import HorovodInternalError, HostsUpdatedInterrupt
 from .functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
+from .alltoall import alltoall, alltoall_async
 from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgather_async, allreduce,
                       allreduce_, allreduce_async, allreduce_async_, barrier, broadcast, broadcast_,
                       broadcast_async, broadcast_async_, grouped_allgather, grouped_allgather_async,
@@ -27,6 +28,9 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgat
                       grouped_allreduce_async_, grouped_reducescatter, grouped_reducescatter_async,
                       join, poll, reducescatter, reducescatter_async, sparse_allreduce_async, synchronize)
 from .optimizer import DistributedOptimizer
+from .sync_batch_norm import SyncBatchNorm
+from .timeline import start_timeline, stop_timeline
+from . import elastic
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size", "cross_rank",
@@ -39,6 +43,8 @@ __all__ = [
     "allgather", "allgather_async", "grouped_allgather", "grouped_allgather_async",
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
     "reducescatter", "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async",
+    "alltoall", "alltoall_async", "SyncBatchNorm", "start_timeline", "stop_timeline",
+    "elastic",
     "sparse_allreduce_async", "barrier", "join", "poll", "synchronize",
     "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
     "DistributedOptimizer", "HorovodInternalError", "HostsUpdatedInterrupt",

@@ -14,6 +14,7 @@ import hashlib
 
 from .. import _lib
 from . import _basics
+from . import timeline as _timeline
 from .exceptions import HorovodInternalError, translated
 
 
@@ -31,7 +32,9 @@ def agree(comm, what, fields, rows=None):
     vec[0], vec[1] = h, -h
     vec[2 + comm.rank] = rows if rows is not None else 0
     with _basics.waiting(what):
-        translated(comm.allreduce, ctypes.addressof(vec), ctypes.addressof(vec), 2 + comm.size, _lib.INT64, _lib.MAX)
+        with _timeline.negotiation():
+            translated(comm.allreduce, ctypes.addressof(vec), ctypes.addressof(vec), 2 + comm.size, _lib.INT64,
+                       _lib.MAX)
     if vec[0] != h or vec[1] != -h:
         raise HorovodInternalError.disagreement(what, _disagree(what, comm.rank, fields))
     return [vec[2 + r] for r in range(comm.size)]
@@ -80,9 +83,13 @@ def start(comm, what, fields, run, asynchronous):
     data request's list comes first: waiting for it first keeps its buffers' lifetime simple)."""
     if asynchronous:
         comm.set_check(True)
-        agreement = translated(Agreement, comm, what, fields)
+        with _timeline.negotiation():
+            agreement = translated(Agreement, comm, what, fields)
+        token = _timeline.issued()
         reqs = translated(run, True)
-        return (reqs if isinstance(reqs, list) else [reqs]) + [agreement]
+        return (reqs if isinstance(reqs, list) else [reqs]) + [agreement] + _timeline.completion(token)
     agree(comm, what, fields)
+    token = _timeline.issued()
     translated(run, False)
+    _timeline.done(token)
     return []

@@ -43,6 +43,8 @@ def init(comm=None, process_sets=None):
     _cross = _cross_rank_size(_world)
     for ps in process_sets or []:
         add_process_set(ps)
+    from . import timeline
+    timeline.start_from_environment()
 
 
 def _cross_rank_size(world):
@@ -59,7 +61,8 @@ def shutdown():
     global _world
     if _world is None:
         return
-    from . import _handles
+    from . import _handles, timeline
+    timeline.stop_timeline()
     _handles._drop_handles()
     _process_sets.destroy_all()
     world, _world = _world, None

@@ -20,6 +20,7 @@ import torch
 
 from .. import _lib
 from . import _basics, _streams
+from . import timeline as _timeline
 from ._agreement import agree, start as _start
 from ._basics import global_process_set, waiting
 from ._handles import _claim_name, _handles, _new_handle, _pop, poll, synchronize  # noqa: F401 (poll: API)
@@ -44,8 +45,10 @@ def resolve_op(op, average, what):
     if op is None:
         op = Average
     if op == Adasum:
-        raise ValueError(f"{what}: op=Adasum is not supported by gj (no Adasum algorithm in the library); "
-                         "use op=Average or op=Sum")
+        if what.startswith(("allreduce", "grouped_allreduce")):
+            return op  # gj/torch/adasum.py
+        raise ValueError(f"{what}: op=Adasum combines whole tensors and is supported by allreduce and "
+                         "grouped_allreduce only (as Horovod); use op=Average or op=Sum")
     if op not in _GJ_OPS:
         raise ValueError(f"{what}: op={op!r} is not one of {', '.join(_OP_NAMES[o] for o in _GJ_OPS)}")
     return op
@@ -79,6 +82,9 @@ def _reduction_input(tensor, op, average, prescale_factor, postscale_factor, com
 
 # ---- allreduce -------------------------------------------------------------------------------
 def _allreduce_async(tensor, output, op, prescale, postscale, process_set, what, asynchronous=True, name=None):
+    if op == Adasum:
+        from . import adasum
+        return adasum.adasum_async(tensor, output, prescale, postscale, process_set, what, asynchronous)
     comm = _comm(process_set, what)
     key = _claim_name(name, process_set, what)
     code = check_tensor(tensor, what, reduce=True)
@@ -95,6 +101,7 @@ def _allreduce_async(tensor, output, op, prescale, postscale, process_set, what,
     return _new_handle(reqs, lambda: output, (tensor, output), key)
 
 
+@_timeline.named("allreduce")
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                     process_set=global_process_set):
     """Starts reducing tensor across the process set into a new tensor; returns a handle."""
@@ -106,6 +113,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
                             name=name)
 
 
+@_timeline.named("allreduce")
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                      process_set=global_process_set):
     """Starts reducing tensor in place; returns a handle."""
@@ -135,6 +143,7 @@ class HorovodAllreduce(torch.autograd.Function):
                          process_set=process_set), None, None, None, None
 
 
+@_timeline.named("allreduce")
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """A new tensor: tensor reduced across the process set (default op Average). Differentiable."""
@@ -148,6 +157,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     return compression.decompress(out, ctx)
 
 
+@_timeline.named("allreduce")
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=global_process_set):
     """Reduces tensor in place across the process set and returns it."""
@@ -157,6 +167,9 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, po
 
 
 def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchronous=True, name=None):
+    if op == Adasum:
+        from . import adasum
+        return adasum.grouped_adasum_async(list(tensors), list(outputs), pre, post, process_set, what, asynchronous)
     comm = _comm(process_set, what)
     key = _claim_name(name, process_set, what)
     tensors, outputs = list(tensors), list(outputs)
@@ -183,6 +196,7 @@ def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchron
     return _new_handle(reqs, lambda: outputs, (tensors, outputs), key)
 
 
+@_timeline.named("grouped_allreduce")
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set):
     op = resolve_op(op, average, "grouped_allreduce_async")
@@ -192,6 +206,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
                           "grouped_allreduce_async", name=name)
 
 
+@_timeline.named("grouped_allreduce")
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set):
     op = resolve_op(op, average, "grouped_allreduce_async_")
@@ -200,6 +215,7 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
     return _grouped_async(tensors, tensors, op, pre, post, process_set, "grouped_allreduce_async_", name=name)
 
 
+@_timeline.named("grouped_allreduce")
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """New tensors: each of tensors reduced across the process set, fused per dtype."""
@@ -216,6 +232,7 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
     return [compression.decompress(o, p[1]) for o, p in zip(outs, packed)]
 
 
+@_timeline.named("grouped_allreduce")
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                        postscale_factor=1.0, process_set=global_process_set):
     op = resolve_op(op, average, "grouped_allreduce_")
@@ -254,11 +271,13 @@ def _broadcast_async(tensor, output, root_rank, process_set, what, asynchronous=
     return _new_handle(reqs, lambda: output, (tensor, output), key)
 
 
+@_timeline.named("broadcast")
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
     return _broadcast_async(tensor, torch.empty_like(tensor, memory_format=torch.contiguous_format),
                             root_rank, process_set, "broadcast_async", name=name)
 
 
+@_timeline.named("broadcast")
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
     return _broadcast_async(tensor, tensor, root_rank, process_set, "broadcast_async_", name=name)
 
@@ -282,6 +301,7 @@ class HorovodBroadcast(torch.autograd.Function):
         return grad, None, None, None
 
 
+@_timeline.named("broadcast")
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """A new tensor holding root_rank's tensor (root_rank: a global rank). Differentiable."""
     check_tensor(tensor, "broadcast")
@@ -291,6 +311,7 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     return synchronize(_broadcast_async(tensor.detach(), out, root_rank, process_set, "broadcast", False, name))
 
 
+@_timeline.named("broadcast")
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     """Copies root_rank's tensor into tensor on every rank; returns it."""
     return synchronize(_broadcast_async(tensor, tensor, root_rank, process_set, "broadcast_", False, name))
@@ -314,11 +335,17 @@ def _allgather_async(tensor, process_set, what, asynchronous=True, name=None):
     def run(nb):
         return comm.allgatherv(ptr(tensor), ptr(out), counts, _lib.UINT8, stream(tensor), nonblocking=nb)
 
+    token = _timeline.issued()
     req = _call(run, asynchronous)
+    if not asynchronous:
+        _timeline.done(token)
+        token = None
     _streams.keep_alive([tensor, out], _streams.current(tensor))
-    return _new_handle([req] if req is not None else [], lambda: out, (tensor, out), key), rows
+    return _new_handle(([req] if req is not None else []) + _timeline.completion(token), lambda: out,
+                       (tensor, out), key), rows
 
 
+@_timeline.named("allgather")
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts concatenating every rank's tensor along dimension 0; returns a handle."""
     return _allgather_async(tensor, process_set, "allgather_async", name=name)[0]
@@ -348,6 +375,7 @@ class HorovodAllgather(torch.autograd.Function):
         return (grad.reshape(()) if scalar else grad), None, None
 
 
+@_timeline.named("allgather")
 def allgather(tensor, name=None, process_set=global_process_set):
     """A new tensor: every rank's tensor concatenated along dimension 0 in rank order (the
     first dimension may differ per rank, the rest of the shape and the dtype may not).
@@ -366,6 +394,7 @@ def _group_handles(handles, name, process_set, what):
     return _new_handle(reqs, lambda: [f.finish() for f in finishers], finishers, key)
 
 
+@_timeline.named("allgather")
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """Starts allgather of each of tensors; one handle whose result is the list."""
     _claim_name(name, process_set, "grouped_allgather_async")
@@ -399,6 +428,7 @@ def agree_rows(process_set, mine):
     return [t[:, k].tolist() for k in range(len(mine))]
 
 
+@_timeline.named("allgather")
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
     """allgather of each of tensors (a list). Differentiable."""
     tensors = list(tensors)
@@ -466,6 +496,7 @@ def _reducescatter_async(tensor, op, pre, post, process_set, what, asynchronous=
     return _new_handle(reqs, lambda: out, (tensor, out), key)
 
 
+@_timeline.named("reducescatter")
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set, prescale_factor=1.0,
                         postscale_factor=1.0):
     op = resolve_op(op, None, "reducescatter_async")
@@ -498,6 +529,7 @@ class HorovodReducescatter(torch.autograd.Function):
         return (_scattered_grad(grad_output, *ctx.args),) + (None,) * 5
 
 
+@_timeline.named("reducescatter")
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average, process_set=global_process_set,
                   prescale_factor=1.0, postscale_factor=1.0):
     """This rank's rows of the reduction of tensor: dimension 0 split evenly over the ranks of the
@@ -512,6 +544,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average, p
     return compression.decompress(out, ctx)
 
 
+@_timeline.named("reducescatter")
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
                                 prescale_factor=1.0, postscale_factor=1.0):
     """Starts reducescatter of each of tensors; one handle whose result is the list."""
@@ -536,6 +569,7 @@ class HorovodGroupedReducescatter(torch.autograd.Function):
         return (None,) * 5 + tuple(_scattered_grad(g, *ctx.args) for g in grads)
 
 
+@_timeline.named("reducescatter")
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
     """reducescatter of each of tensors (a list). Differentiable."""

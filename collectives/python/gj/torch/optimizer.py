@@ -327,6 +327,10 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                       stacklevel=2)
         if groups is None:
             groups = num_groups
+    if op == mpi_ops.Adasum:
+        from . import adasum
+        return adasum.distributed_adasum_optimizer(optimizer, named_parameters, compression, backward_passes_per_step,
+                                                   process_set)
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
                   gradient_predivide_factor, groups, sparse_as_dense, process_set)
