@@ -163,16 +163,16 @@ class Comm:
 
     def alltoallv(self, send, sendcounts, recv, recvcounts, dtype, stream=None, nonblocking=False):
         """sendcounts[q] elements of send to rank q; recvcounts[q] from rank q into recv."""
-        s, r = _c_size_array(sendcounts), _c_size_array(recvcounts)
+        s, r = _size_array(sendcounts), _size_array(recvcounts)
         if nonblocking:
-            return self._start("gjIallToAllV", send, s, recv, r, dtype, self._h(), stream)
-        self._run("gjAllToAllV", send, s, recv, r, dtype, self._h(), stream)
+            return self._start("gjIallToAllV", send, s, recv, r, dtype, self._live_handle(), stream)
+        self._run("gjAllToAllV", send, s, recv, r, dtype, self._live_handle(), stream)
 
     def adasum(self, send, recv, count, dtype, nonblocking=False):
         """recv = the Adasum of every rank's send (host memory; f32, f64, f16, bf16)."""
         if nonblocking:
-            return self._start("gjIallReduceAdasum", send, recv, count, dtype, self._h())
-        self._run("gjAllReduceAdasum", send, recv, count, dtype, self._h())
+            return self._start("gjIallReduceAdasum", send, recv, count, dtype, self._live_handle())
+        self._run("gjAllReduceAdasum", send, recv, count, dtype, self._live_handle())
 
     def barrier(self, nonblocking=False):
         if nonblocking:
