@@ -338,7 +338,7 @@ void alltoallv(const char* call, gjComm* c, const void* sendbuff, const std::siz
   // Counts differ per rank: the record agrees on the kind and dtype, and the body checks each
   // pair's counts (recvcounts[q] here == rank q's sendcounts for this rank) when checking.
   gj::Work w = work_for(call, c, gj::Kind::AllToAll, 0, dtype);
-  const bool pairs = w.check;
+  const bool pairs = w.agree_first;
   gj::Backend* b = t.backend;
   const MPI_Comm mpi = c->mpi;
   std::vector<std::size_t> sc(sendcounts, sendcounts + c->size), rc(recvcounts, recvcounts + c->size);
