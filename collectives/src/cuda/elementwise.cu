@@ -10,6 +10,7 @@
 #include "../error.h"
 #include "check.h"
 #include "elementwise.h"
+#include "elementwise_ops.h"
 #include "launch_config.h"
 
 namespace gj::cuda {
@@ -61,37 +62,6 @@ void map(const void* in_v, void* out_v, std::size_t count, F f, cudaStream_t str
     check(cudaGetLastError(), std::string(what) + "<<<scalar>>>(count=" + std::to_string(count - head) + ")");
   }
 }
-
-struct ScaleF32 {
-  float s;
-  __device__ float operator()(float x) const { return x * s; }
-};
-struct ScaleF64 {
-  double s;
-  __device__ double operator()(double x) const { return x * s; }
-};
-struct ScaleF16 {
-  float s;
-  __device__ __half operator()(__half x) const { return __float2half_rn(__half2float(x) * s); }
-};
-struct ScaleBf16 {
-  float s;
-  __device__ __nv_bfloat16 operator()(__nv_bfloat16 x) const {
-    return __float2bfloat16_rn(__bfloat162float(x) * s);
-  }
-};
-// Integers scale in f64 and truncate toward zero (the header's rule for prescale/postscale).
-template <typename T>
-struct ScaleInt {
-  double s;
-  __device__ T operator()(T x) const { return static_cast<T>(trunc(static_cast<double>(x) * s)); }
-};
-// The divisor stays wide: a u8 sum over more than 255 ranks divides to 0, not by a wrapped count.
-template <typename T>
-struct Divide {
-  long long d;
-  __device__ T operator()(T x) const { return static_cast<T>(static_cast<long long>(x) / d); }
-};
 
 }  // namespace
 
