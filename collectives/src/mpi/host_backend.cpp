@@ -180,7 +180,7 @@ class HostBackend final : public Backend {
     if (mine > 0) finish(recv, mine, dtype, op, scale);
   }
 
-  void* fusion_buffer(std::size_t bytes) override {
+  void* fusion_buffer(std::size_t bytes, void* /*stream*/) override {
     if (bytes > fusion_bytes_) {
       fusion_.reset();  // release the old buffer before allocating the larger one
       fusion_.reset(new unsigned char[bytes]);
