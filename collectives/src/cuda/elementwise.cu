@@ -63,36 +63,26 @@ void map(const void* in_v, void* out_v, std::size_t count, F f, cudaStream_t str
   }
 }
 
+// Launches map<T> over (in, out, count) on the stream for dispatch_scale / dispatch_divide.
+struct Launch {
+  const void* in;
+  void* out;
+  std::size_t count;
+  cudaStream_t stream;
+  template <typename T, typename F>
+  void run(F f, const char* what) const {
+    map<T>(in, out, count, f, stream, what);
+  }
+};
+
 }  // namespace
 
 void scale(void* out, const void* in, std::size_t count, gjDataType_t dtype, double factor, void* stream) {
-  const auto s = static_cast<cudaStream_t>(stream);
-  const auto f = static_cast<float>(factor);
-  switch (dtype) {
-    case gjFloat32: return map<float>(in, out, count, ScaleF32{f}, s, "scale_f32");
-    case gjFloat64: return map<double>(in, out, count, ScaleF64{factor}, s, "scale_f64");
-    case gjFloat16: return map<__half>(in, out, count, ScaleF16{f}, s, "scale_f16");
-    case gjBfloat16: return map<__nv_bfloat16>(in, out, count, ScaleBf16{f}, s, "scale_bf16");
-    case gjInt32: return map<std::int32_t>(in, out, count, ScaleInt<std::int32_t>{factor}, s, "scale_i32");
-    case gjInt64: return map<std::int64_t>(in, out, count, ScaleInt<std::int64_t>{factor}, s, "scale_i64");
-    case gjUint8: return map<std::uint8_t>(in, out, count, ScaleInt<std::uint8_t>{factor}, s, "scale_u8");
-    default:
-      throw Error(gjInternalError, "gj::cuda::scale(dtype=" + std::to_string(dtype) + "): not a reducible type");
-  }
+  dispatch_scale(dtype, factor, Launch{in, out, count, static_cast<cudaStream_t>(stream)});
 }
 
 void divide(void* buf, std::size_t count, gjDataType_t dtype, int divisor, void* stream) {
-  if (divisor < 1) throw Error(gjInternalError, "gj::cuda::divide(divisor=" + std::to_string(divisor) + ")");
-  const auto s = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case gjInt32: return map<std::int32_t>(buf, buf, count, Divide<std::int32_t>{divisor}, s, "divide_i32");
-    case gjInt64: return map<std::int64_t>(buf, buf, count, Divide<std::int64_t>{divisor}, s, "divide_i64");
-    case gjUint8:
-      return map<std::uint8_t>(buf, buf, count, Divide<std::uint8_t>{divisor}, s,
-                               "divide_u8");
-    default:
-      throw Error(gjInternalError, "gj::cuda::divide(dtype=" + std::to_string(dtype) + "): not an integer type");
-  }
+  dispatch_divide(dtype, divisor, Launch{buf, buf, count, static_cast<cudaStream_t>(stream)});
 }
 
 }  // namespace gj::cuda

@@ -10,6 +10,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
+
+#include "../error.h"
+#include "gj/collectives.h"
 
 namespace gj::cuda {
 
@@ -53,5 +57,35 @@ struct Divide {
   long long d;
   __host__ __device__ T operator()(T x) const { return static_cast<T>(static_cast<long long>(x) / d); }
 };
+
+// The one dtype dispatch of scale() and divide(), for the CUDA kernels and the emulated ones:
+// calls apply.template run<T>(element operation, kernel name).
+template <class Apply>
+void dispatch_scale(gjDataType_t dtype, double factor, Apply&& apply) {
+  const auto f = static_cast<float>(factor);
+  switch (dtype) {
+    case gjFloat32: return apply.template run<float>(ScaleF32{f}, "scale_f32");
+    case gjFloat64: return apply.template run<double>(ScaleF64{factor}, "scale_f64");
+    case gjFloat16: return apply.template run<__half>(ScaleF16{f}, "scale_f16");
+    case gjBfloat16: return apply.template run<__nv_bfloat16>(ScaleBf16{f}, "scale_bf16");
+    case gjInt32: return apply.template run<std::int32_t>(ScaleInt<std::int32_t>{factor}, "scale_i32");
+    case gjInt64: return apply.template run<std::int64_t>(ScaleInt<std::int64_t>{factor}, "scale_i64");
+    case gjUint8: return apply.template run<std::uint8_t>(ScaleInt<std::uint8_t>{factor}, "scale_u8");
+    default:
+      throw Error(gjInternalError, "gj::cuda::scale(dtype=" + std::to_string(dtype) + "): not a reducible type");
+  }
+}
+
+template <class Apply>
+void dispatch_divide(gjDataType_t dtype, int divisor, Apply&& apply) {
+  if (divisor < 1) throw Error(gjInternalError, "gj::cuda::divide(divisor=" + std::to_string(divisor) + ")");
+  switch (dtype) {
+    case gjInt32: return apply.template run<std::int32_t>(Divide<std::int32_t>{divisor}, "divide_i32");
+    case gjInt64: return apply.template run<std::int64_t>(Divide<std::int64_t>{divisor}, "divide_i64");
+    case gjUint8: return apply.template run<std::uint8_t>(Divide<std::uint8_t>{divisor}, "divide_u8");
+    default:
+      throw Error(gjInternalError, "gj::cuda::divide(dtype=" + std::to_string(dtype) + "): not an integer type");
+  }
+}
 
 }  // namespace gj::cuda
