@@ -64,15 +64,6 @@ must() {
   printf '%s\n' "$out"
 }
 
-# ---- glibc first: Debian 12's binaries need 2.36 ----------------------------------------------
-glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
-say "glibc ${glibc:-unknown} ($(uname -m))"
-glibc_old=0
-if [ -n "$glibc" ] && [ "$(printf '%s\n2.36\n' "$glibc" | sort -V | head -1)" != 2.36 ]; then
-  glibc_old=1
-  say "glibc $glibc < 2.36 (Debian 12's libevent needs 2.36): the compat libraries in $debs/compat (same sonames, built for glibc 2.31) replace them"
-fi
-
 # ---- NCCL first: its version decides what runs ----------------------------------------------
 python=$(command -v python3 || true)
 nccl_dir="" nccl_lib=""
@@ -111,6 +102,15 @@ fi
 gpus=$(nvidia-smi -L 2>/dev/null | head -4 | paste -sd';' || true)
 say "date $(date -u +%FT%TZ); host $(uname -srm); ${gpus:-no GPU visible (nvidia-smi -L)}"
 say "nvcc: $( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) | xargs -I{} sh -c '{} --version 2>/dev/null | tail -2 | paste -sd" "' )"
+
+# ---- glibc before anything is unpacked: Debian 12's binaries need 2.36 ------------------------
+glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+say "glibc ${glibc:-unknown} ($(uname -m))"
+glibc_old=0
+if [ -n "$glibc" ] && [ "$(printf '%s\n2.36\n' "$glibc" | sort -V | head -1)" != 2.36 ]; then
+  glibc_old=1
+  say "glibc $glibc < 2.36 (Debian 12's libevent needs 2.36): the compat libraries in $debs/compat (same sonames, built for glibc 2.31) replace them"
+fi
 
 # ---- unpack and relocate Open MPI ---------------------------------------------------------
 usr=$prefix/usr
