@@ -78,23 +78,27 @@ void require_mpi_usable(const char* call) {
   if (finalized) throw Error(gjInvalidUsage, std::string(call) + ": MPI is already finalized");
 }
 
-// True for device buffers. Every non-empty buffer of one call must be the same kind.
-bool buffers_on_device(const char* call, const void* const* buffers, const char* const* names, int n) {
+// The device of the call's device buffers, -1 for host buffers. Every non-empty buffer of one
+// call must be the same kind.
+int buffers_device(const char* call, const void* const* buffers, const char* const* names, int n) {
   int first = -1;
   bool device = false;
+  int where = -1;
   for (int i = 0; i < n; ++i) {
     if (buffers[i] == nullptr) continue;
-    const bool d = gj::cuda::is_device_pointer(buffers[i]);
+    const int on = gj::cuda::pointer_device(buffers[i]);
+    const bool d = on >= 0;
     if (first < 0) {
       first = i;
       device = d;
+      where = on;
     } else if (d != device) {
       throw Error(gjInvalidArgument, std::string(call) + ": " + names[first] + " is " +
                                          (device ? "device" : "host") + " memory but " + names[i] +
                                          " is " + (d ? "device" : "host") + " memory; use one kind");
     }
   }
-  return device;
+  return where;
 }
 
 // The backend a call's buffers belong to, after checking every non-empty buffer is one kind.
@@ -103,8 +107,8 @@ struct Target {
   gj::Backend* backend;
 };
 Target target_of(gjComm* c, const char* call, const void* const* buffers, const char* const* names, int n) {
-  const bool device = buffers_on_device(call, buffers, names, n);
-  return Target{device, &c->backend_for(device, call)};
+  const int device = buffers_device(call, buffers, names, n);
+  return Target{device >= 0, &c->backend_for(device, call)};
 }
 
 // Runs body now (request == NULL) or as a request. Host work goes through the communicator's

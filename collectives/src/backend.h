@@ -28,8 +28,9 @@ class Backend {
                          void* stream) = 0;
 
   // Fusion support for grouped allreduce (the grouping logic itself is backend independent).
-  // A buffer in this backend's memory (host or device), owned by the backend, at least bytes long.
-  virtual void* fusion_buffer(std::size_t bytes) = 0;
+  // A buffer in this backend's memory (host or device), owned by the backend, at least bytes long,
+  // for use on stream (device: the caller's stream decides whether a CUDA graph is being captured).
+  virtual void* fusion_buffer(std::size_t bytes, void* stream) = 0;
   // Copies n pieces into/out of one buffer, piece i (bytes[i] long) at offsets[i], offsets
   // ascending and pieces not overlapping (device: one kernel launch). pack leaves the gaps
   // between pieces holding values that are safe to reduce (host: zeros).

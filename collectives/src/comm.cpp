@@ -136,19 +136,8 @@ bool set_up(gjComm& c, int cpus) {
                                 : hierarchy ? hierarchy->describe()
                                             : std::string("MPI");
   c.host = make_host_backend(c.mpi, std::move(shm), std::move(hierarchy));
-#ifdef GJ_HAVE_NCCL
-  if (c.plan.use_nccl) {
-    try {
-      c.device = make_nccl_backend(c.mpi, c.local_rank, c.config);
-    } catch (const Error& e) {
-      // No NCCL library (or no device) on some rank: every rank learns it together inside
-      // make_nccl_backend, before NCCL init. Host buffers still work; device buffers get this.
-      if (e.code() != gjUnsupported || c.config.backend == BackendChoice::Nccl) throw;
-      c.plan.use_nccl = false;
-      c.plan.no_nccl_reason = e.what();
-    }
-  }
-#endif
+  // The NCCL communicator is created at the first device collective, on its buffer's device
+  // (gjComm::backend_for): scripts make their device current after init (Horovod's order).
   log(c.config, LogLevel::Info, c.rank,
       "communicator ready: size=" + std::to_string(c.size) + " local_size=" + std::to_string(c.local_size) +
           "; host buffers: " + host_path + "; device buffers: " +
@@ -202,7 +191,28 @@ void abort_comm(std::unique_ptr<gjComm> c) noexcept {
 
 }  // namespace gj
 
-gj::Backend& gjComm::backend_for(bool is_device, const char* call) {
+gj::Backend& gjComm::backend_for(int buffer_device, const char* call) {
+  const bool is_device = buffer_device >= 0;
+#ifdef GJ_HAVE_NCCL
+  if (is_device && plan.use_nccl && !device) {
+    // Collective: every rank's first device collective comes here, in the same call order.
+    gj::Work setup;
+    setup.call = "NCCL communicator setup";
+    queue->run_blocking(setup, [&] {
+      try {
+        device = gj::make_nccl_backend(mpi, buffer_device, config);
+      } catch (const gj::Error& e) {
+        // No NCCL library or no device on some rank, or two ranks on one device: every rank
+        // learns it together inside make_nccl_backend, before NCCL init. Host buffers still
+        // work; this and every later device buffer get the reason.
+        if (e.code() != gjUnsupported || config.backend == gj::BackendChoice::Nccl) throw;
+        plan.use_nccl = false;
+        plan.no_nccl_reason = e.what();
+        gj::log(config, gj::LogLevel::Warn, rank, std::string("device buffers: host-only, ") + e.what());
+      }
+    });
+  }
+#endif
   if (gj::backend_for(plan, is_device, call) == gjBackendNccl) return *device;
   return *host;
 }

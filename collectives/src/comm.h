@@ -33,15 +33,17 @@ struct gjComm {
   std::size_t fusion_threshold = 0;
   gj::BackendPlan plan;
   std::unique_ptr<gj::Backend> host;    // MPI (+ shared memory)
-  std::unique_ptr<gj::Backend> device;  // NCCL, or null (plan.no_nccl_reason says why)
+  std::unique_ptr<gj::Backend> device;  // NCCL once a device collective ran, or null
   int thread_level = MPI_THREAD_SINGLE;  // what MPI provides (MPI_Query_thread)
   // Every collective on `mpi` goes through here, host or device, in call order. Declared
   // after the backends: destroyed (drained, thread joined) before them.
   std::unique_ptr<gj::HostQueue> queue;
   std::string last_error;
 
-  // The backend for a call's buffers; throws gjUnsupported for device buffers without NCCL.
-  gj::Backend& backend_for(bool is_device, const char* call);
+  // The backend for a call's buffers (buffer_device: the device of its device buffers, -1 for
+  // host buffers); throws gjUnsupported for device buffers without NCCL. The first call with a
+  // device buffer creates the NCCL communicator on that device (collective).
+  gj::Backend& backend_for(int buffer_device, const char* call);
 };
 
 namespace gj {

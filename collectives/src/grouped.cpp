@@ -77,7 +77,7 @@ void grouped_allreduce(Backend& backend, const void* const* sendbuffs, void* con
   for (const FusionGroup& g : groups) {
     if (sole_nonempty(bytes, g) < 0) largest_fused = std::max(largest_fused, g.bytes);
   }
-  void* fusion = largest_fused > 0 ? backend.fusion_buffer(largest_fused) : nullptr;
+  void* fusion = largest_fused > 0 ? backend.fusion_buffer(largest_fused, stream) : nullptr;
 
   for (const FusionGroup& g : groups) {
     if (g.bytes == 0) continue;

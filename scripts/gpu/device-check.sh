@@ -21,7 +21,18 @@
 #   GJ_DEVICE_EXTRA  a command run last as its own step (e.g. the gj.torch frontend's CUDA tests,
 #                    `mpiexec -np 1 python3 -m pytest tests/torch -q`), with this script's
 #                    environment (relocated Open MPI, GJ_COLLECTIVES_LIB = the built library)
-# Exit status: 0 when every step passed.
+#   GJ_DEVICE_LABEL  the ctest label of the device tests that must run and pass (default gpu-real:
+#                    the tests built against the CUDA runtime; tests/gpu/device_check_emulated.sh
+#                    sets gpu, the same tests against the emulation, to run this script end to end
+#                    on a machine without a GPU)
+#   GJ_STEP_TIMEOUT_S  each step's time limit (default 240); the whole fits in the device tool's
+#                    9 minutes with the defaults (unpack ~10 s, configure ~20 s, build ~3 min on 16
+#                    cores, tests ~1 min, bench ~30 s)
+# Every step's log goes to $GJ_LOGS (default $OUT/logs when $OUT is set) as soon as it finishes,
+# so a run killed at its time limit still returns what it did. A failing command's output is
+# always printed (its last 40 lines) into the report.
+# Exit status: 0 when every step passed and the key device tests ran and passed (a skip is not a
+# pass: the report then says FAILED).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -30,7 +41,10 @@ prefix=${GJ_PREFIX:-${TMPDIR:-/tmp}/gj-gpu-prefix}
 build=${GJ_BUILD:-build-gpu}
 steps=,${GJ_STEPS:-unpack,configure,build,test,bench},
 if [ -n "${OUT:-}" ]; then report=${GJ_REPORT:-$OUT/gpu-report.txt}; else report=${GJ_REPORT:-$build/gpu-report.txt}; fi
-mkdir -p "$(dirname "$report")" "$build"
+logs=${GJ_LOGS:-${OUT:+$OUT/logs}}
+step_timeout=${GJ_STEP_TIMEOUT_S:-240}
+device_label=${GJ_DEVICE_LABEL:-gpu-real}
+mkdir -p "$(dirname "$report")" "$build" ${logs:+"$logs"}
 : >"$report"
 say() { echo "$*" | tee -a "$report"; }
 die() { say "device-check: FAIL: $*"; exit 1; }
@@ -40,6 +54,15 @@ start=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
 case $(readlink -m "$prefix") in /|/usr|/usr/local) die "GJ_PREFIX=$prefix: unpack into a private folder, never over the system" ;; esac
+
+# A step's log, kept where it survives a kill at the time limit.
+keep_log() { [ -n "$logs" ] && [ -f "$1" ] && cp -f "$1" "$logs/" 2>/dev/null; true; }
+# command, description: runs it bounded by the step timeout; on failure prints its output, then dies.
+must() {
+  local what=$1; shift
+  local out; out=$(timeout "$step_timeout" "$@" 2>&1) || { say "$out" | tail -40; die "$what: $*"; }
+  printf '%s\n' "$out"
+}
 
 # ---- NCCL first: its version decides what runs ----------------------------------------------
 python=$(command -v python3 || true)
@@ -80,11 +103,25 @@ gpus=$(nvidia-smi -L 2>/dev/null | head -4 | paste -sd';' || true)
 say "date $(date -u +%FT%TZ); host $(uname -srm); ${gpus:-no GPU visible (nvidia-smi -L)}"
 say "nvcc: $( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) | xargs -I{} sh -c '{} --version 2>/dev/null | tail -2 | paste -sd" "' )"
 
+# ---- glibc before anything is unpacked: Debian 12's binaries need 2.36 ------------------------
+glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+say "glibc ${glibc:-unknown} ($(uname -m))"
+glibc_old=0
+if [ -n "$glibc" ] && [ "$(printf '%s\n2.36\n' "$glibc" | sort -V | head -1)" != 2.36 ]; then
+  glibc_old=1
+  say "glibc $glibc < 2.36 (Debian 12's libevent needs 2.36): the compat libraries in $debs/compat (same sonames, built for glibc 2.31) replace them"
+fi
+
 # ---- unpack and relocate Open MPI ---------------------------------------------------------
-triplet=$(gcc -dumpmachine 2>/dev/null | sed 's/-pc-/-/;s/-unknown-/-/'); triplet=${triplet:-x86_64-linux-gnu}
 usr=$prefix/usr
 if has unpack; then
   [ -f "$debs/PACKAGES" ] || die "$debs/PACKAGES missing: run scripts/gpu/download-debs.sh on a Debian machine first"
+  # The packages' architecture must be this machine's.
+  recorded=$(cat "$debs/ARCH" 2>/dev/null || echo unknown)
+  case "$recorded:$(uname -m)" in
+    amd64:x86_64|arm64:aarch64|ppc64el:ppc64le) ;;
+    *) die "$debs holds $recorded packages (download-debs.sh recorded $debs/ARCH) but this machine is $(uname -m)" ;;
+  esac
   rm -rf "$prefix"; mkdir -p "$prefix"
   while read -r deb; do
     if command -v dpkg-deb >/dev/null; then
@@ -96,10 +133,18 @@ if has unpack; then
         die "unpacking $deb without dpkg"
     fi
   done <"$debs/PACKAGES"
+  if [ "$glibc_old" = 1 ]; then
+    ls "$debs"/compat/*.deb >/dev/null 2>&1 || die "glibc $glibc < 2.36 and no $debs/compat/*.deb (download-debs.sh fetches them)"
+    for deb in "$debs"/compat/*.deb; do dpkg-deb -x "$deb" "$prefix" || die "dpkg-deb -x $deb"; done
+    say "compat: $(ls "$debs"/compat/*.deb | xargs -n1 basename | paste -sd' ') over Debian 12's"
+  fi
   # update-alternatives links (postinst scripts are not run).
   for tool in mpicc mpicxx mpiCC mpic++ mpiexec mpirun; do ln -sf "$tool.openmpi" "$usr/bin/$tool"; done
   say "unpacked $(wc -l <"$debs/PACKAGES") packages into $prefix ($(du -sh "$prefix" | cut -f1)) in $(elapsed)"
 fi
+# The library triplet as the unpacked tree has it (not the build machine's gcc -dumpmachine).
+triplet=$(cd "$usr/lib" 2>/dev/null && ls -d ./*-linux-gnu* 2>/dev/null | head -1 | sed 's|^\./||')
+triplet=${triplet:-$(uname -m)-linux-gnu}
 # Open MPI finds its own files through OPAL_PREFIX and friends (configured for /usr, /etc).
 export OPAL_PREFIX=$usr
 export OPAL_LIBDIR=$usr/lib/$triplet/openmpi/lib
@@ -112,7 +157,11 @@ export LD_LIBRARY_PATH=$usr/lib/$triplet:$usr/lib/$triplet/openmpi/lib${LD_LIBRA
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # One node, no InfiniBand stack to probe: shared memory and TCP only.
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_osc=^ucx OMPI_MCA_plm_rsh_agent=false
-has unpack && { "$usr/bin/mpicxx" --showme:compile >/dev/null 2>&1 || die "relocated mpicxx does not run"; say "mpicxx: $(mpicxx --showme:compile)"; }
+if has unpack; then
+  must "the relocated mpicxx does not run (its loader error above)" "$usr/bin/mpicxx" --showme:compile >/dev/null
+  say "mpicxx: $(mpicxx --showme:compile)"
+  must "the relocated mpiexec does not run (above)" "$usr/bin/mpiexec" --version >/dev/null
+fi
 
 # ---- configure -----------------------------------------------------------------------------
 if has configure; then
@@ -124,15 +173,22 @@ if has configure; then
     -DNCCL_ROOT="$nccl_dir" -DCMAKE_CUDA_ARCHITECTURES="$arch" -DGJ_BUILD_AGENT=$agent \
     -DCMAKE_PREFIX_PATH="$usr" -DMPI_C_COMPILER="$usr/bin/mpicc" -DMPI_CXX_COMPILER="$usr/bin/mpicxx" \
     -DMPIEXEC_EXECUTABLE="$usr/bin/mpiexec" -DPython3_EXECUTABLE="${python:-/usr/bin/python3}" \
-    >"$build/configure.log" 2>&1 || { tail -30 "$build/configure.log" | tee -a "$report"; die "configure"; }
+    >"$build/configure.log" 2>&1 || { keep_log "$build/configure.log"; tail -30 "$build/configure.log" | tee -a "$report"; die "configure"; }
+  keep_log "$build/configure.log"
   grep -E "^-- gj: " "$build/configure.log" | tee -a "$report"
   say "configured in $(( $(date +%s) - t0 )) s (agent $agent, CUDA architectures $arch)"
 fi
 
-run_step() {  # name, command...
-  local name=$1 t0; shift; t0=$(date +%s)
-  if "$@" >"$build/$name.log" 2>&1; then say "ok   $name ($(( $(date +%s) - t0 )) s)"
-  else status=1; say "FAIL $name ($(( $(date +%s) - t0 )) s):"; tail -40 "$build/$name.log" | tee -a "$report"; fi
+run_step() {  # name, command...: bounded by the step timeout, its log kept at once
+  local name=$1 t0 rc=0; shift; t0=$(date +%s)
+  timeout "$step_timeout" "$@" >"$build/$name.log" 2>&1 || rc=$?
+  keep_log "$build/$name.log"
+  if [ $rc -eq 0 ]; then say "ok   $name ($(( $(date +%s) - t0 )) s)"
+  else
+    status=1
+    [ $rc -eq 124 ] && say "FAIL $name: over its ${step_timeout} s (GJ_STEP_TIMEOUT_S)"
+    say "FAIL $name ($(( $(date +%s) - t0 )) s):"; tail -40 "$build/$name.log" | tee -a "$report"
+  fi
 }
 
 if has smoke; then
@@ -144,19 +200,31 @@ fi
 if has build; then
   run_step build cmake --build "$build" -j"$(nproc)"
 fi
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+ngpu=${ngpu:-0}
 if has test; then
   # Where the library's own search finds NCCL here (nccl_search.h), then the GPU/CUDA tests
   # (skips print their reason), then the host suite on this machine.
   run_step nccl-search "$build/tests/gpu/gj_test_nccl_loader"
   cat "$build/nccl-search.log" >>"$report"
-  run_step test-gpu ctest --test-dir "$build" -L 'gpu|cuda' -E 'cuda\.device_check\.here' --output-on-failure --timeout 300
+  # The device tests: no np4 run unless there are 4 GPUs (never 4 ranks on one GPU).
+  exclude='cuda\.device_check\.|cuda\.masked_cuda'
+  [ "$ngpu" -lt 4 ] && exclude="$exclude|\.np4\$"
+  run_step test-gpu ctest --test-dir "$build" -L "^($device_label|cuda)\$" -E "$exclude" --output-on-failure --timeout 120
   grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$build/test-gpu.log" | tee -a "$report"
-  run_step test-host ctest --test-dir "$build" -L collectives --output-on-failure --timeout 300
+  # A skip is not a pass: these must have run and passed.
+  for key in kernels nccl_ops.np1 nccl_capture.np1 nccl_allreduce.np1 nccl_binding_shared.np2; do
+    grep -Eq "Test +#[0-9]+: $device_label\.${key//./\\.} \.+ +Passed" "$build/test-gpu.log" ||
+      { status=1; say "FAIL key device test $device_label.$key did not run and pass"; }
+  done
+  # The host suite is not what this check is for: the host backend only (GJ_COLL_BACKEND=mpi),
+  # without coll.package (an install + pkg-config round trip this prefix does not provide).
+  run_step test-host env GJ_COLL_BACKEND=mpi ctest --test-dir "$build" -L collectives -E '^coll\.package' \
+    --output-on-failure --timeout 120
   grep -E "tests passed|Failed|\*\*\*" "$build/test-host.log" | tee -a "$report"
 fi
 if has bench; then
   bench=$(find "$build" -name gj_gpu_bench -type f -perm -u+x | head -1)
-  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || echo 1)
   for np in 1 2; do
     [ "$np" -gt "$ngpu" ] && [ "$multi_rank" = 0 ] && { say "skip bench np=$np: one GPU per rank needed (NCCL < 2.30)"; continue; }
     run_step "bench-np$np" mpiexec -np "$np" "$bench" ${GJ_GPU_BENCH_ARGS:-}

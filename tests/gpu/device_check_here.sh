@@ -7,7 +7,11 @@
 # SOURCE/build-gpu-debs exists), unpack and relocate Open MPI into a scratch prefix, configure
 # the GPU build against the wheel layout; with GJ_DEVICE_CHECK_FULL=1 also build the library and
 # the C++ example and run it on 2 ranks with the relocated Open MPI (minutes: a whole library
-# build). Needs root and unshare -m; otherwise, or without the Debian mirror, exit 77 (SKIP).
+# build). With GJ_DEVICE_CHECK_EMULATED=1 the whole check end to end against the emulation
+# (docs/gpu.md, "Emulation"): a fake nvidia-smi reporting two H200s, every step but the benchmark,
+# and the key device tests taken from the label gpu (the device tests built against the emulated
+# runtime and the test NCCL) instead of gpu-real; the report must say ok. Needs root and
+# unshare -m; otherwise, or without the Debian mirror, exit 77 (SKIP).
 set -euo pipefail
 src=$1 work=$2
 if [ "${GJ_HERE_INSIDE:-}" != 1 ]; then
@@ -52,8 +56,25 @@ cp "$(readlink -f /usr/local/cuda/lib/libnccl.so.2 2>/dev/null || readlink -f /u
 
 steps=unpack,configure
 [ "${GJ_DEVICE_CHECK_FULL:-0}" = 1 ] && steps=unpack,configure,smoke
+label=gpu-real
+if [ "${GJ_DEVICE_CHECK_EMULATED:-0}" = 1 ]; then
+  steps=unpack,configure,build,test label=gpu
+  export GJ_STEP_TIMEOUT_S=${GJ_STEP_TIMEOUT_S:-1800}  # a whole build on a shared 2-core machine
+  # nvidia-smi as the GPU machine's answers it (the emulated runtime has 2 devices per rank).
+  mkdir -p "$work/fakebin"
+  cat >"$work/fakebin/nvidia-smi" <<'SMI'
+#!/bin/sh
+case "$*" in
+  -L) echo "GPU 0: NVIDIA H200 (UUID: GPU-emulated-0)"; echo "GPU 1: NVIDIA H200 (UUID: GPU-emulated-1)" ;;
+  *compute_cap*) echo "9.0"; echo "9.0" ;;
+  *) echo "fake nvidia-smi (tests/gpu/device_check_here.sh): $*" ;;
+esac
+SMI
+  chmod +x "$work/fakebin/nvidia-smi"
+  export PATH=$work/fakebin:$PATH
+fi
 t0=$(date +%s)
-GJ_STEPS=$steps GJ_NCCL=$wheel GJ_PREFIX=$work/prefix GJ_BUILD=$work/build GJ_REPORT=$work/report.txt \
+GJ_STEPS=$steps GJ_DEVICE_LABEL=$label GJ_NCCL=$wheel GJ_PREFIX=$work/prefix GJ_BUILD=$work/build GJ_REPORT=$work/report.txt \
   GJ_CUDA_ARCHITECTURES=90 "$src/scripts/gpu/device-check.sh" || { echo "FAIL: device-check.sh (report above)"; exit 1; }
 echo "device-check.sh ($steps) took $(( $(date +%s) - t0 )) s"
 
@@ -68,6 +89,13 @@ if [ "${GJ_DEVICE_CHECK_FULL:-0}" = 1 ]; then
   want "^ok   train-2-ranks"
   want "OK: weights bitwise identical on all 2 ranks"
   want "libmpi\.so\.40 => $work/prefix/"
+fi
+if [ "${GJ_DEVICE_CHECK_EMULATED:-0}" = 1 ]; then
+  want "^ok   build "
+  want "^ok   test-gpu "
+  want "^ok   test-host "
+  want "^device-check: ok in"
+  if grep -q "key device test" "$work/report.txt"; then echo "FAIL: a key device test did not run and pass"; fail=1; fi
 fi
 [ $fail -eq 0 ] && echo "device_check_here.sh: ok"
 exit $fail

@@ -29,7 +29,14 @@ inline int ranks_option(int argc, char** argv) {
 
 // This process's rank on its node as the launcher tells it (Open MPI, MPICH/hydra, Slurm), 0
 // when none does: the device must be chosen before the communicator exists.
+// Under the emulated cluster (GJ_EMU_RANKS_PER_NODE) the node is the launcher's rank divided by
+// that count, as the emulated device runtime places it.
 inline int launcher_local_rank() {
+  if (const char* per_node = std::getenv("GJ_EMU_RANKS_PER_NODE"); per_node != nullptr && std::atoi(per_node) > 0) {
+    for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+      if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return std::atoi(v) % std::atoi(per_node);
+    }
+  }
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"}) {
     if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return std::atoi(v);
   }
@@ -47,6 +54,13 @@ inline std::string use_local_device(int& device) {
     return "cudaSetDevice(" + std::to_string(device) + "): " + cudaGetErrorString(c);
   }
   return "";
+}
+
+// The calling thread's current device (the one use_local_device made current).
+inline int current_device() {
+  int d = 0;
+  if (cudaGetDevice(&d) != cudaSuccess) throw std::runtime_error("cudaGetDevice failed");
+  return d;
 }
 
 // A test of the NCCL backend itself (no public API): MPI initialized, then this rank's device

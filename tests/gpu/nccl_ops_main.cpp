@@ -3,8 +3,9 @@
 // (or several ranks per GPU with NCCL >= 2.30 and NCCL_MULTI_RANK_GPU_ENABLE=1):
 //   allgather (equal counts) and allgatherv (per-rank counts, byte dtypes), reduce-scatter (equal
 //   and per-rank counts, avg with scaling), allreduce with prescale/postscale, broadcast of gjBool,
-//   a local NCCL error (bad root) that leaves the communicator usable, a buffer on another device
-//   rejected, growing a buffer during CUDA graph capture refused with gjInvalidUsage.
+//   a bad root refused before NCCL (gjInvalidArgument) leaving the communicator usable, a buffer on
+//   another device rejected, growing a buffer during CUDA graph capture of the caller's
+//   non-blocking stream refused with gjInvalidUsage.
 // Inputs are small integers, so every result is exact and compared for equality.
 // Exit codes: 0 pass, 1 wrong behaviour (printed), 77 skipped (not enough devices).
 #include <cuda_runtime_api.h>
@@ -168,12 +169,13 @@ void scaled_and_broadcast_cases(gj::Backend& be, int rank, int size, cudaStream_
 }
 
 void failure_cases(gj::Backend& be, int rank, int size, cudaStream_t s) {
-  // A root NCCL rejects before enqueuing: gjNcclError, and the communicator stays usable.
+  // A bad root is refused before NCCL sees it (NCCL's own refusal would abort a nonblocking
+  // communicator): gjInvalidArgument naming the root, and the communicator stays usable.
   DeviceBuffer buf(64);
   std::string msg;
   const gjResult_t bad = code_of([&] { be.broadcast(buf.get(), 16, gjFloat32, size + 5, s); }, &msg);
-  expect(bad == gjNcclError && msg.find("stays usable") != std::string::npos,
-         "bad root: gjNcclError saying the communicator stays usable, got " + std::to_string(bad) + ": " + msg);
+  expect(bad == gjInvalidArgument && msg.find("root=" + std::to_string(size + 5)) != std::string::npos,
+         "bad root: gjInvalidArgument naming the root, got " + std::to_string(bad) + ": " + msg);
   const gjResult_t after = code_of([&] { be.allreduce(buf.get(), buf.get(), 16, gjFloat32, gjSum, s); sync(s); });
   expect(after == gjSuccess, "an allreduce after the local error succeeds, got " + std::to_string(after));
 
@@ -194,11 +196,12 @@ void failure_cases(gj::Backend& be, int rank, int size, cudaStream_t s) {
     std::printf("note: one device: the other-device check is not exercised\n");
   }
 
-  // Growing the fusion buffer during capture: refused, nothing allocated. (Local: no NCCL call.)
+  // Growing the fusion buffer during capture of the caller's non-blocking stream (as torch's):
+  // refused, nothing allocated. (Local: no NCCL call.)
   cudaStream_t cap = nullptr;
   gj::test::cuda_ok(cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking), "cudaStreamCreate");
   gj::test::cuda_ok(cudaStreamBeginCapture(cap, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-  const gjResult_t in_capture = code_of([&] { (void)be.fusion_buffer(std::size_t{1} << 30); }, &msg);
+  const gjResult_t in_capture = code_of([&] { (void)be.fusion_buffer(std::size_t{1} << 30, cap); }, &msg);
   cudaGraph_t graph = nullptr;
   (void)cudaStreamEndCapture(cap, &graph);
   if (graph != nullptr) (void)cudaGraphDestroy(graph);
@@ -219,7 +222,7 @@ int main() {
   {
     gj::Config config;
     config.timeout_ms = 60000;
-    auto be = gj::make_nccl_backend(MPI_COMM_WORLD, rank, config);
+    auto be = gj::make_nccl_backend(MPI_COMM_WORLD, me.device, config);
     cudaStream_t s = nullptr;
     gj::test::cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     try {

@@ -36,12 +36,12 @@ void stall_and_time_out(gj::Backend& backend, cudaStream_t stream) {
   std::string message;
   try {
     backend.allreduce(buf.get(), buf.get(), 4096, gjFloat32, gjSum, stream);  // rank 1 never joins
-    void* fusion = backend.fusion_buffer(1024);
+    void* fusion = backend.fusion_buffer(1024, stream);
     const void* srcs[] = {buf.get()};
     const std::size_t bytes[] = {1024};
     const std::size_t offsets[] = {0};
     backend.pack(fusion, srcs, bytes, offsets, 1, stream);  // queued behind the stalled allreduce
-    backend.fusion_buffer(std::size_t{1} << 20);   // growing must wait for that pack
+    backend.fusion_buffer(std::size_t{1} << 20, stream);   // growing must wait for that pack
   } catch (const gj::Error& e) {
     code = e.code();
     message = e.what();
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   gj::Config config;
   config.timeout_ms = kTimeoutMs;
   {
-    auto backend = gj::make_nccl_backend(MPI_COMM_WORLD, rank, config);
+    auto backend = gj::make_nccl_backend(MPI_COMM_WORLD, gj::test::current_device(), config);
     cudaStream_t stream = nullptr;
     gj::test::cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     {

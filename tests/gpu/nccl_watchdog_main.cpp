@@ -40,7 +40,7 @@ int main() {
   {
     gj::Config config;
     config.timeout_ms = kTimeoutMs;
-    auto be = gj::make_nccl_backend(MPI_COMM_WORLD, rank, config);
+    auto be = gj::make_nccl_backend(MPI_COMM_WORLD, gj::test::current_device(), config);
     cudaStream_t s = nullptr;
     gj::test::cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     gj::test::DeviceBuffer buf(1024 * sizeof(float));

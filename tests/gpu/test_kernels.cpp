@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "cuda/batched_copy.h"
+#include "cuda/check.h"
+#include "error.h"
+#include "host/reduce.h"
 #include "cuda/elementwise.h"
 #include "device_buffer.h"
 #include "device_skip.h"
@@ -147,8 +150,10 @@ TEST_CASE("pack/unpack at 16-byte fused offsets (odd-length f16 tensors): pieces
 
 TEST_CASE("pack/unpack with more pieces than one launch table holds") {
   std::vector<std::size_t> sizes;
-  const int n = GENERATE(gj::cuda::kSmallTableCapacity, gj::cuda::kSmallTableCapacity + 1,
-                         gj::cuda::kLargeTableCapacity + 1, 2500);
+  // values<int>: a first argument of type const int& would make Catch2 keep references to the
+  // temporaries (kSmallTableCapacity + 1), and n would be whatever their stack slots hold later.
+  const int n = GENERATE(values<int>({gj::cuda::kSmallTableCapacity, gj::cuda::kSmallTableCapacity + 1,
+                                      gj::cuda::kLargeTableCapacity + 1, 2500}));
   for (int i = 0; i < n; ++i) sizes.push_back(1 + static_cast<std::size_t>(i * 37 % 300));
   check_pack_unpack(sizes, 0, 0);
   check_pack_unpack(sizes, 2, 0);
@@ -229,6 +234,59 @@ TEST_CASE("divide truncates toward zero in the type's width") {
   SECTION("i32") { check_divide<std::int32_t>(gjInt32, divisor); }
   SECTION("i64") { check_divide<std::int64_t>(gjInt64, divisor); }
   SECTION("u8") { check_divide<std::uint8_t>(gjUint8, divisor); }
+}
+
+namespace {
+
+// The device's integer scaling against the MPI backend's (host/reduce.h): both truncate toward
+// zero and saturate, so they agree bit for bit, also where the product leaves the type's range.
+template <typename T>
+void check_scale_int_like_host(gjDataType_t dtype, const std::vector<T>& in, double factor) {
+  DeviceBuffer d(in.size() * sizeof(T));
+  d.upload(in.data(), in.size() * sizeof(T));
+  gj::cuda::scale(d.get(), d.get(), in.size(), dtype, factor, nullptr);
+  cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  std::vector<T> got(in.size()), want(in.size());
+  const auto raw = d.download(in.size() * sizeof(T));
+  std::memcpy(got.data(), raw.data(), raw.size());
+  gj::host::scale(want.data(), in.data(), in.size(), dtype, factor);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    INFO("dtype=" << dtype << " factor=" << factor << " index=" << i << " in=" << static_cast<long long>(in[i]));
+    CHECK(static_cast<long long>(got[i]) == static_cast<long long>(want[i]));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("integer scaling saturates like the host backend (no out-of-range conversion)") {
+  const std::vector<std::uint8_t> u8{0, 1, 2, 100, 127, 128, 200, 255};
+  for (double f : {-1.0, -0.5, 0.5, 1.5, 2.0, 300.0}) check_scale_int_like_host<std::uint8_t>(gjUint8, u8, f);
+  const std::vector<std::int32_t> i32{0, 1, -1, 1 << 30, -(1 << 30), 2147483647, -2147483647 - 1};
+  for (double f : {-1.0, 2.0, 0.5, 1e10}) check_scale_int_like_host<std::int32_t>(gjInt32, i32, f);
+}
+
+TEST_CASE("int64 beyond 2^53 scales through f64 on the device exactly as on the host") {
+  // 2^53 + 1 is not a double: both backends round it to 2^53 before multiplying (docs/gpu.md).
+  const std::int64_t big = (std::int64_t{1} << 53) + 1;
+  const std::vector<std::int64_t> i64{big, -big, (std::int64_t{1} << 62) + 3, INT64_MAX, INT64_MIN};
+  for (double f : {1.0, 2.0, 0.5, -1.0}) check_scale_int_like_host<std::int64_t>(gjInt64, i64, f);
+}
+
+TEST_CASE("a failed CUDA call is reported once, not again by the next launch check") {
+  const gjResult_t failed = [] {
+    try {
+      gj::cuda::check(cudaSetDevice(1 << 20), "cudaSetDevice(1<<20)");
+    } catch (const gj::Error& e) {
+      return e.code();
+    }
+    return gjSuccess;
+  }();
+  REQUIRE(failed == gjCudaError);
+  DeviceBuffer d(64 * sizeof(float));
+  std::vector<float> ones(64, 1.0f);
+  d.upload(ones.data(), ones.size() * sizeof(float));
+  CHECK_NOTHROW(gj::cuda::scale(d.get(), d.get(), 64, gjFloat32, 2.0, nullptr));
+  cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 int main(int argc, char** argv) {

@@ -1,7 +1,9 @@
 // The planning of the operations beyond allreduce/broadcast: scaling, data movement of every
-// dtype, per-rank counts, which NCCL failures abort the communicator, owned-buffer growth.
+// dtype, per-rank counts, which rank placements NCCL refuses, owned-buffer growth.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "dtype.h"
@@ -125,16 +127,6 @@ TEST_CASE("plan_per_rank: unequal counts list the non-empty slices with their of
   CHECK_THROWS_AS(plan_per_rank(counts, 0), gj::Error);
 }
 
-TEST_CASE("aborts_communicator: only a call's own rejection keeps the communicator") {
-  CHECK_FALSE(aborts_communicator(ncclInvalidArgument, ncclSuccess));
-  CHECK_FALSE(aborts_communicator(ncclInvalidUsage, ncclSuccess));
-  CHECK_FALSE(aborts_communicator(ncclInvalidArgument, ncclInProgress));
-  CHECK(aborts_communicator(ncclInvalidArgument, ncclRemoteError));  // the communicator is broken anyway
-  CHECK(aborts_communicator(ncclSystemError, ncclSuccess));
-  CHECK(aborts_communicator(ncclUnhandledCudaError, ncclSuccess));
-  CHECK(aborts_communicator(ncclRemoteError, ncclSuccess));
-  CHECK(aborts_communicator(ncclInternalError, ncclSuccess));
-}
 
 TEST_CASE("plan_buffer_use: never allocates during CUDA graph capture") {
   CHECK(plan_buffer_use(0, false, 1, false) == BufferAction::Grow);
@@ -158,4 +150,32 @@ TEST_CASE("watchdog: judge and watch_period") {
   CHECK(watch_period(3000) == std::chrono::milliseconds(60));
   CHECK(watch_period(10) == std::chrono::milliseconds(2));
   CHECK(watch_period(0) == std::chrono::milliseconds(100));
+}
+
+namespace {
+gj::nccl::Placement placed(const char* host, const char* bus) {
+  gj::nccl::Placement p;
+  p.ok = 1;
+  std::snprintf(p.host, sizeof p.host, "%s", host);
+  std::snprintf(p.bus_id, sizeof p.bus_id, "%s", bus);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("shared_device: two ranks on one device of one host, unless NCCL >= 2.30 allows it") {
+  using gj::nccl::shared_device;
+  const std::vector<gj::nccl::Placement> distinct{placed("a", "0000:01:00.0"), placed("a", "0000:02:00.0"),
+                                                  placed("b", "0000:01:00.0"), placed("b", "0000:02:00.0")};
+  CHECK(shared_device(distinct, 22809, false).empty());
+  const std::vector<gj::nccl::Placement> shared{placed("a", "0000:01:00.0"), placed("b", "0000:01:00.0"),
+                                                placed("a", "0000:01:00.0")};
+  const std::string why = shared_device(shared, 22809, false);
+  CHECK(why.find("ranks 0 and 2") != std::string::npos);
+  CHECK(why.find("0000:01:00.0") != std::string::npos);
+  CHECK(why.find("host a") != std::string::npos);
+  CHECK(why.find("2.28.9") != std::string::npos);
+  CHECK(why.find("NCCL_MULTI_RANK_GPU_ENABLE=1") != std::string::npos);
+  CHECK_FALSE(shared_device(shared, 22809, true).empty());  // 2.28 refuses whatever the variable says
+  CHECK_FALSE(shared_device(shared, 23000, false).empty());
+  CHECK(shared_device(shared, 23000, true).empty());
 }

@@ -4,6 +4,14 @@
  * One opaque communicator, result codes, an error string per code and a last-error message
  * with detail. Device (CUDA) buffers go through NCCL, host buffers through MPI.
  *
+ * Device buffers: the NCCL communicator is created by the first collective with a device buffer
+ * (every rank's first), on that buffer's device, so the device may be made current before or
+ * after gjCommInit*. Arguments are checked before NCCL sees them (gjInvalidArgument, nothing
+ * changed); any error NCCL itself reports is fatal for the communicator's device path: it is
+ * aborted, that call returns gjNcclError (or gjTimeout), every later device call gjInvalidUsage
+ * naming the cause. Two ranks on one device (NCCL < 2.30) or a rank without NCCL: device
+ * buffers return gjUnsupported saying why, host buffers keep working (docs/gpu.md).
+ *
  * What is identical between the backends (same inputs, same rank count), bit for bit:
  * broadcast and allgather (copies); every integer reduction; min/max of non-NaN values; float
  * sum/avg/prod on 1 or 2 ranks, and on any rank count when every partial result is exact (e.g.
@@ -121,7 +129,8 @@ gjResult_t gjCommRank(gjComm_t comm, int* rank);
 gjResult_t gjCommSize(gjComm_t comm, int* size);
 gjResult_t gjCommLocalRank(gjComm_t comm, int* local_rank); /* rank among ranks on this node */
 gjResult_t gjCommLocalSize(gjComm_t comm, int* local_size);
-/* The backend used for buffers of the given kind: is_device != 0 asks about device buffers. */
+/* The backend used for buffers of the given kind: is_device != 0 asks about device buffers
+ * (gjBackendNccl until the first device collective finds NCCL unusable, see the top). */
 gjResult_t gjCommBackend(gjComm_t comm, int is_device, gjBackend_t* backend);
 
 /* Fusion buffer size for gjGroupedAllReduce in bytes; default from GJ_COLL_FUSION_BYTES.

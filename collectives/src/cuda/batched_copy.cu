@@ -8,6 +8,7 @@
 #include <string>
 
 #include "batched_copy.h"
+#include "batched_copy_ops.h"
 #include "check.h"
 #include "launch_config.h"
 
@@ -47,14 +48,10 @@ __device__ void copy_range(const char* __restrict__ src, char* __restrict__ dst,
 template <int Capacity>
 __global__ void __launch_bounds__(kThreads) batched_copy_kernel(const __grid_constant__ CopyTable<Capacity> t) {
   for (unsigned long long c = blockIdx.x; c < t.total_chunks; c += gridDim.x) {
-    int lo = 0, hi = t.n - 1;  // last entry with first_chunk <= c
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (t.e[mid].first_chunk <= c) lo = mid; else hi = mid - 1;
-    }
-    const CopyEntry& e = t.e[lo];
-    const std::size_t begin = (c - e.first_chunk) * kChunkBytes;
-    const std::size_t end = begin + kChunkBytes < e.bytes ? begin + kChunkBytes : e.bytes;
+    const ChunkRange r = locate_chunk(t.e, t.n, c);
+    const CopyEntry& e = t.e[r.entry];
+    const std::size_t begin = r.begin;
+    const std::size_t end = r.end;
     const auto* s = static_cast<const char*>(e.src);
     auto* d = static_cast<char*>(e.dst);
     // Chunk starts are multiples of 16, so the entry's alignment holds for every chunk.

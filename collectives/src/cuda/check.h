@@ -1,5 +1,5 @@
 // Turns a failed CUDA runtime call into gj::Error(gjCudaError) naming the call and its arguments:
-//   GJ_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, kind, s), "cudaMemcpyAsync(bytes=" + std::to_string(n) + ")");
+//   check(cudaMemcpyAsync(dst, src, n, kind, s), "cudaMemcpyAsync(bytes=" + std::to_string(n) + ")");
 // -> "cudaMemcpyAsync(bytes=4096): an illegal memory access was encountered (cudaErrorIllegalAddress)"
 #pragma once
 
@@ -11,7 +11,10 @@
 
 namespace gj::cuda {
 
+// The runtime also keeps a failed call's error as the thread's last error: it is cleared here,
+// so the next launch check (cudaGetLastError after a kernel launch) does not report it again.
 [[noreturn]] inline void throw_cuda_error(cudaError_t err, const std::string& call) {
+  (void)cudaGetLastError();
   throw Error(gjCudaError, call + ": " + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")");
 }
 

@@ -10,6 +10,7 @@
 #include "../error.h"
 #include "check.h"
 #include "elementwise.h"
+#include "elementwise_ops.h"
 #include "launch_config.h"
 
 namespace gj::cuda {
@@ -62,67 +63,26 @@ void map(const void* in_v, void* out_v, std::size_t count, F f, cudaStream_t str
   }
 }
 
-struct ScaleF32 {
-  float s;
-  __device__ float operator()(float x) const { return x * s; }
-};
-struct ScaleF64 {
-  double s;
-  __device__ double operator()(double x) const { return x * s; }
-};
-struct ScaleF16 {
-  float s;
-  __device__ __half operator()(__half x) const { return __float2half_rn(__half2float(x) * s); }
-};
-struct ScaleBf16 {
-  float s;
-  __device__ __nv_bfloat16 operator()(__nv_bfloat16 x) const {
-    return __float2bfloat16_rn(__bfloat162float(x) * s);
+// Launches map<T> over (in, out, count) on the stream for dispatch_scale / dispatch_divide.
+struct Launch {
+  const void* in;
+  void* out;
+  std::size_t count;
+  cudaStream_t stream;
+  template <typename T, typename F>
+  void run(F f, const char* what) const {
+    map<T>(in, out, count, f, stream, what);
   }
-};
-// Integers scale in f64 and truncate toward zero (the header's rule for prescale/postscale).
-template <typename T>
-struct ScaleInt {
-  double s;
-  __device__ T operator()(T x) const { return static_cast<T>(trunc(static_cast<double>(x) * s)); }
-};
-// The divisor stays wide: a u8 sum over more than 255 ranks divides to 0, not by a wrapped count.
-template <typename T>
-struct Divide {
-  long long d;
-  __device__ T operator()(T x) const { return static_cast<T>(static_cast<long long>(x) / d); }
 };
 
 }  // namespace
 
 void scale(void* out, const void* in, std::size_t count, gjDataType_t dtype, double factor, void* stream) {
-  const auto s = static_cast<cudaStream_t>(stream);
-  const auto f = static_cast<float>(factor);
-  switch (dtype) {
-    case gjFloat32: return map<float>(in, out, count, ScaleF32{f}, s, "scale_f32");
-    case gjFloat64: return map<double>(in, out, count, ScaleF64{factor}, s, "scale_f64");
-    case gjFloat16: return map<__half>(in, out, count, ScaleF16{f}, s, "scale_f16");
-    case gjBfloat16: return map<__nv_bfloat16>(in, out, count, ScaleBf16{f}, s, "scale_bf16");
-    case gjInt32: return map<std::int32_t>(in, out, count, ScaleInt<std::int32_t>{factor}, s, "scale_i32");
-    case gjInt64: return map<std::int64_t>(in, out, count, ScaleInt<std::int64_t>{factor}, s, "scale_i64");
-    case gjUint8: return map<std::uint8_t>(in, out, count, ScaleInt<std::uint8_t>{factor}, s, "scale_u8");
-    default:
-      throw Error(gjInternalError, "gj::cuda::scale(dtype=" + std::to_string(dtype) + "): not a reducible type");
-  }
+  dispatch_scale(dtype, factor, Launch{in, out, count, static_cast<cudaStream_t>(stream)});
 }
 
 void divide(void* buf, std::size_t count, gjDataType_t dtype, int divisor, void* stream) {
-  if (divisor < 1) throw Error(gjInternalError, "gj::cuda::divide(divisor=" + std::to_string(divisor) + ")");
-  const auto s = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case gjInt32: return map<std::int32_t>(buf, buf, count, Divide<std::int32_t>{divisor}, s, "divide_i32");
-    case gjInt64: return map<std::int64_t>(buf, buf, count, Divide<std::int64_t>{divisor}, s, "divide_i64");
-    case gjUint8:
-      return map<std::uint8_t>(buf, buf, count, Divide<std::uint8_t>{divisor}, s,
-                               "divide_u8");
-    default:
-      throw Error(gjInternalError, "gj::cuda::divide(dtype=" + std::to_string(dtype) + "): not an integer type");
-  }
+  dispatch_divide(dtype, divisor, Launch{buf, buf, count, static_cast<cudaStream_t>(stream)});
 }
 
 }  // namespace gj::cuda

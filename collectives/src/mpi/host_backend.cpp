@@ -198,7 +198,7 @@ class HostBackend final : public Backend {
     alltoall::host_alltoallv(comm_, send, sendcounts, recv, recvcounts, dtype);
   }
 
-  void* fusion_buffer(std::size_t bytes) override {
+  void* fusion_buffer(std::size_t bytes, void* /*stream*/) override {
     if (bytes > fusion_bytes_) {
       fusion_.reset();  // release the old buffer before allocating the larger one
       fusion_.reset(new unsigned char[bytes]);

@@ -14,7 +14,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,23 +72,9 @@ bool capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
-// Without the stream (the fusion buffer is sized before the grouped call's stream is seen): a
-// capture in global or thread-local mode on any blocking stream makes the legacy stream's query
-// fail with cudaErrorStreamCaptureImplicit.
-bool capture_on_this_thread() {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  const cudaError_t e = cudaStreamIsCapturing(cudaStreamLegacy, &status);
-  if (e == cudaErrorStreamCaptureImplicit) {
-    (void)cudaGetLastError();
-    return true;
-  }
-  check(e, "cudaStreamIsCapturing(cudaStreamLegacy)");
-  return status != cudaStreamCaptureStatusNone;
-}
-
-// NCCL found (the first call searches: nccl_search.h) and the caller's current device: the
-// communicator's NCCL runs there. Throws gjUnsupported when either is missing.
-int select_device() {
+// NCCL found (the first call searches: nccl_search.h) and `device` usable: the communicator's
+// NCCL runs there. Throws gjUnsupported when either is missing. Returns where this rank is.
+nccl::Placement select_device(int device) {
   const nccl::Library& lib = nccl::library();
   if (!lib.ok) throw Error(gjUnsupported, lib.error);
   if (cuda::device_count() == 0) {
@@ -91,9 +82,13 @@ int select_device() {
                 "make_nccl_backend: no CUDA device is visible to this process (cudaGetDeviceCount=0; "
                 "check CUDA_VISIBLE_DEVICES and the driver), so device buffers cannot use NCCL");
   }
-  int device = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  return device;
+  nccl::Placement p;
+  char host[sizeof p.host] = {};
+  (void)gethostname(host, sizeof host - 1);
+  std::memcpy(p.host, host, sizeof host);
+  check(cudaDeviceGetPCIBusId(p.bus_id, sizeof p.bus_id, device),
+        "cudaDeviceGetPCIBusId(device=" + std::to_string(device) + ")");
+  return p;
 }
 
 // A grow-only device buffer with the ordering of its uses (nccl_buffer.h).
@@ -115,8 +110,9 @@ struct DeviceBuffer {
 
 class NcclBackend final : public Backend {
  public:
-  NcclBackend(MPI_Comm comm, const Config& config)
-      : device_(agree_on_device(comm)), comm_(comm, config.timeout_ms) {
+  // The caller has made `device` current (make_nccl_backend).
+  NcclBackend(MPI_Comm comm, int device, const Config& config)
+      : device_(agree_on_device(comm, device)), comm_(comm, config.timeout_ms) {
     fusion_.done = make_event();
     scratch_.done = make_event();
     comm_.start_watchdog(device_);
@@ -165,11 +161,15 @@ class NcclBackend final : public Backend {
   void broadcast(void* buf, std::size_t count, gjDataType_t dtype, int root, void* stream_v) override {
     const auto lock = comm_.guard();
     const nccl::Operation what{"ncclBroadcast", count, dtype, gjSum, root};
-    comm_.ensure_usable(what.call);
-    if (count == 0) return;
-    on_my_device(buf, "buff");
-    DeviceScope scope(device_);
-    const auto stream = static_cast<cudaStream_t>(stream_v);
+    // NCCL must never see an argument it would reject: its error would abort the communicator.
+    if (root < 0 || root >= comm_.size()) {
+      throw Error(gjInvalidArgument, "broadcast: root=" + std::to_string(root) + " is not a rank of this " +
+                                         std::to_string(comm_.size()) + "-rank communicator (0.." +
+                                         std::to_string(comm_.size() - 1) + ")");
+    }
+    const auto call = begin(what, count, buf, nullptr, stream_v);
+    if (!call) return;
+    const cudaStream_t stream = call->stream;
     const nccl::Movement m = nccl::to_movement(dtype, count);
     comm_.complete_lazy(ncclBroadcast(buf, buf, m.count, m.dtype, root, comm_.get(), stream),
                         [&] { return nccl::describe(what); });
@@ -182,10 +182,9 @@ class NcclBackend final : public Backend {
     const nccl::PerRankPlan plan = nccl::plan_per_rank(counts, comm_.size());
     const nccl::Operation what{plan.equal ? "ncclAllGather" : "ncclBroadcast(per-rank allgather)", plan.total,
                                dtype, gjSum, nccl::Operation::kCopy};
-    comm_.ensure_usable(what.call);
-    if (plan.total == 0) return;
-    const DeviceScope scope = on_my_device(send, recv);
-    const auto stream = static_cast<cudaStream_t>(stream_v);
+    const auto call = begin(what, plan.total, send, recv, stream_v);
+    if (!call) return;
+    const cudaStream_t stream = call->stream;
     const std::size_t esize = dtype_size(dtype);
     if (plan.equal) {
       const nccl::Movement m = nccl::to_movement(dtype, plan.count);
@@ -217,10 +216,9 @@ class NcclBackend final : public Backend {
     const nccl::ScaledPlan plan = nccl::plan_scaled(dtype, op, comm_.size(), scale.pre, scale.post);
     const nccl::Operation what{per_rank.equal ? "ncclReduceScatter" : "ncclReduce(per-rank reduce-scatter)",
                                per_rank.total, dtype, op, nccl::Operation::kReduction};
-    comm_.ensure_usable(what.call);
-    if (per_rank.total == 0) return;
-    const DeviceScope scope = on_my_device(send, recv);
-    const auto stream = static_cast<cudaStream_t>(stream_v);
+    const auto call = begin(what, per_rank.total, send, recv, stream_v);
+    if (!call) return;
+    const cudaStream_t stream = call->stream;
     const std::size_t esize = dtype_size(dtype);
     const std::size_t mine = counts[comm_.rank()];
     // Pre-scaling needs a copy of the whole input (send is const, recv holds one slice).
@@ -262,9 +260,11 @@ class NcclBackend final : public Backend {
     const std::vector<std::size_t> sdispl = alltoall::offsets(sendcounts, n), rdispl = alltoall::offsets(recvcounts, n);
     const nccl::Operation what{"ncclSend/ncclRecv(alltoall)", sdispl.back() + sendcounts[n - 1], dtype, gjSum,
                                nccl::Operation::kCopy};
-    comm_.ensure_usable(what.call);
-    const DeviceScope scope = on_my_device(send, recv);
-    const auto stream = static_cast<cudaStream_t>(stream_v);
+    const std::size_t received = rdispl.back() + recvcounts[n - 1];
+    const auto call = begin(what, what.count + received, what.count > 0 ? send : nullptr,
+                            received > 0 ? recv : nullptr, stream_v);
+    if (!call) return;
+    const cudaStream_t stream = call->stream;
     const std::size_t esize = dtype_size(dtype);
     group([&] {
       for (int q = 0; q < n; ++q) {
@@ -287,10 +287,10 @@ class NcclBackend final : public Backend {
     track(stream, what);
   }
 
-  void* fusion_buffer(std::size_t bytes) override {
+  void* fusion_buffer(std::size_t bytes, void* stream_v) override {
     const auto lock = comm_.guard();
     comm_.ensure_usable("fusion_buffer");
-    return owned(fusion_, bytes, nullptr, "fusion buffer");
+    return owned(fusion_, bytes, static_cast<cudaStream_t>(stream_v), "fusion buffer");
   }
 
   void pack(void* dst, const void* const* srcs, const std::size_t* bytes, const std::size_t* offsets, int n,
@@ -355,26 +355,56 @@ class NcclBackend final : public Backend {
   }
 
  private:
-  // Every rank must find NCCL and a device before any of them enters ncclCommInitRank, or the
-  // ranks that did would wait there for the ones that did not.
-  static int agree_on_device(MPI_Comm comm) {
-    int local_ok = 1;
+  // Every rank must find NCCL and a device, and no two ranks may share a device (NCCL < 2.30
+  // refuses it), before any of them enters ncclCommInitRank, or the ranks that did would wait
+  // there for the ones that did not. One MPI_Allgather of every rank's host and PCI bus id.
+  static int agree_on_device(MPI_Comm comm, int device) {
+    nccl::Placement mine;
     std::string local_error;
-    int device = 0;
     try {
-      device = select_device();
+      mine = select_device(device);
+      mine.ok = 1;
     } catch (const Error& e) {
-      local_ok = 0;
       local_error = e.what();
     }
-    int all_ok = 0;
-    mpi_check(MPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce(device check before NCCL init)");
-    if (!local_ok) throw Error(gjUnsupported, local_error);
-    if (!all_ok) {
-      throw Error(gjUnsupported, "make_nccl_backend: another rank has no usable NCCL or CUDA device, so no "
-                                 "rank can use NCCL (see that rank's error)");
+    int size = 1;
+    mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    std::vector<nccl::Placement> all(static_cast<std::size_t>(size));
+    mpi_check(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm),
+              "MPI_Allgather(device check before NCCL init)");
+    if (!mine.ok) throw Error(gjUnsupported, local_error);
+    for (const nccl::Placement& p : all) {
+      if (!p.ok) {
+        throw Error(gjUnsupported, "make_nccl_backend: another rank has no usable NCCL or CUDA device, so no "
+                                   "rank can use NCCL (see that rank's error)");
+      }
+    }
+    if (const std::string shared = nccl::shared_device(all, nccl::library().version, multi_rank_gpu_enabled());
+        !shared.empty()) {
+      throw Error(gjUnsupported, shared);
     }
     return device;
+  }
+
+  static bool multi_rank_gpu_enabled() {
+    const char* v = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+    return v != nullptr && std::string(v) == "1";
+  }
+
+  // What every operation does first: the communicator usable, nothing to do for count == 0,
+  // the buffers on this communicator's device, then that device current for the rest of the call.
+  struct Call {
+    Call(int device, cudaStream_t s) : scope(device), stream(s) {}
+    DeviceScope scope;
+    cudaStream_t stream;
+  };
+  [[nodiscard]] std::optional<Call> begin(const nccl::Operation& what, std::size_t count, const void* send,
+                                          const void* recv, void* stream_v) {
+    comm_.ensure_usable(what.call);
+    if (count == 0) return std::nullopt;
+    on_my_device(send, "sendbuff");
+    on_my_device(recv, "recvbuff");
+    return std::optional<Call>(std::in_place, device_, static_cast<cudaStream_t>(stream_v));
   }
 
   // A buffer on another device than the communicator's would be a wrong-device access inside
@@ -385,26 +415,17 @@ class NcclBackend final : public Backend {
     if (d >= 0 && d != device_) {
       throw Error(gjInvalidArgument, std::string(name) + " is memory of CUDA device " + std::to_string(d) +
                                          " but this communicator's NCCL runs on device " + std::to_string(device_) +
-                                         " (the current device when it was created; create one communicator per "
-                                         "device, with cudaSetDevice before gjCommInit*)");
+                                         " (the device of the first device buffer this communicator saw; use one "
+                                         "device per rank, or one communicator per device)");
     }
-  }
-
-  // A call's send and receive buffers checked (on_my_device), then this communicator's device
-  // made current for the rest of the call.
-  [[nodiscard]] DeviceScope on_my_device(const void* send, const void* recv) const {
-    on_my_device(send, "sendbuff");
-    on_my_device(recv, "recvbuff");
-    return DeviceScope(device_);
   }
 
   void reduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
               const nccl::ScaledPlan& plan, void* stream_v) {
     const nccl::Operation what{"ncclAllReduce", count, dtype, op, nccl::Operation::kReduction};
-    comm_.ensure_usable(what.call);
-    if (count == 0) return;
-    const DeviceScope scope = on_my_device(send, recv);
-    const auto stream = static_cast<cudaStream_t>(stream_v);
+    const auto call = begin(what, count, send, recv, stream_v);
+    if (!call) return;
+    const cudaStream_t stream = call->stream;
     const bool fused = fusion_.contains(send) || fusion_.contains(recv);
     if (fused) order_use(fusion_, stream);
     if (plan.reduce.prescale != 0.0) {
@@ -455,11 +476,12 @@ class NcclBackend final : public Backend {
     comm_.complete(r != ncclSuccess ? r : end, nccl::describe(what));
   }
 
-  // The owned buffer b, at least bytes long (nccl_buffer.h). stream: the caller's, or nullptr
-  // when unknown (the fusion buffer): then any capture on this thread counts.
+  // The owned buffer b, at least bytes long (nccl_buffer.h), for use on the caller's stream:
+  // whether that stream is being captured decides (a capture on a non-blocking stream, as
+  // torch's, is invisible to a query of the legacy stream).
   void* owned(DeviceBuffer& b, std::size_t bytes, cudaStream_t stream, const char* what) {
     DeviceScope scope(device_);
-    const bool in_capture = stream != nullptr ? capturing(stream) : capture_on_this_thread();
+    const bool in_capture = capturing(stream);
     switch (nccl::plan_buffer_use(b.bytes, b.ptr != nullptr, bytes, in_capture)) {
       case nccl::BufferAction::Reuse:
         break;
@@ -531,14 +553,13 @@ class NcclBackend final : public Backend {
 std::string nccl_backend_description() {
   const nccl::Library& lib = nccl::library();
   if (!lib.ok) return "no NCCL: " + lib.error;
-  int device = -1;
-  (void)cudaGetDevice(&device);
-  return "NCCL " + nccl::version_string(lib.version) + " from " + lib.path + ", device " + std::to_string(device);
+  return "NCCL " + nccl::version_string(lib.version) + " from " + lib.path +
+         " (its communicator is created at the first device collective, on that buffer's device)";
 }
 
-std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, int /*local_rank: the caller's current device is used*/,
-                                           const Config& config) {
-  return std::make_unique<NcclBackend>(comm, config);
+std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, int device, const Config& config) {
+  DeviceScope scope(device);  // NCCL initializes on the current device; the caller's is restored
+  return std::make_unique<NcclBackend>(comm, device, config);
 }
 
 }  // namespace gj

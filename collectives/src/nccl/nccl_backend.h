@@ -11,13 +11,15 @@
 
 namespace gj {
 
-// Collective over comm: finds NCCL (nccl_search.h; the first call searches), uses the caller's
-// current CUDA device, rank 0 creates the NCCL unique id, MPI_Bcast, ncclCommInitRank. Throws
-// gj::Error naming the failed call; gjUnsupported (on every rank alike, before any NCCL init)
-// when some rank has no NCCL library or no device. local_rank is not used.
-std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, int local_rank, const Config& config);
+// Collective over comm: finds NCCL (nccl_search.h; the first call searches), checks that every
+// rank has a device and that no two ranks share one (host + PCI bus id; allowed with NCCL >= 2.30
+// and NCCL_MULTI_RANK_GPU_ENABLE=1), then rank 0 creates the NCCL unique id, MPI_Bcast,
+// ncclCommInitRankConfig on `device` (made current for the call; the caller's current device is
+// restored). Throws gj::Error naming the failed call; gjUnsupported (on every rank alike, before
+// any NCCL init) when some rank has no NCCL library or no device, or two ranks share a device.
+std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, int device, const Config& config);
 
-// For the communicator's info line: "NCCL 2.28.9 from /path/libnccl.so.2, device 0".
+// For the communicator's info line: "NCCL 2.28.9 from /path/libnccl.so.2 (...)".
 std::string nccl_backend_description();
 
 }  // namespace gj

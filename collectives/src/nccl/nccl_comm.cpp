@@ -39,6 +39,11 @@ class Poller {
 
 }  // namespace
 
+std::string nccl_error_text(const std::string& what, ncclResult_t result, const char* last_error) {
+  return what + ": " + ncclGetErrorString(result) + " (" + (last_error != nullptr ? last_error : "") +
+         "; run with NCCL_DEBUG=WARN for details)";
+}
+
 Comm::Comm(MPI_Comm mpi_comm, long timeout_ms) : timeout_ms_(timeout_ms) {
   mpi_check(MPI_Comm_rank(mpi_comm, &rank_), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(mpi_comm, &size_), "MPI_Comm_size");
@@ -52,9 +57,8 @@ Comm::Comm(MPI_Comm mpi_comm, long timeout_ms) : timeout_ms_(timeout_ms) {
   mpi_check(MPI_Bcast(&msg, sizeof msg, MPI_BYTE, 0, mpi_comm), "MPI_Bcast(ncclUniqueId)");
   if (msg.result != ncclSuccess) {
     const auto r = static_cast<ncclResult_t>(msg.result);
-    throw Error(gjNcclError, std::string(rank_ == 0 ? "" : "on rank 0: ") + "ncclGetUniqueId: " +
-                                 ncclGetErrorString(r) + " (" + ncclGetLastError(nullptr) +
-                                 "; run with NCCL_DEBUG=WARN for details)");
+    throw Error(gjNcclError, nccl_error_text(std::string(rank_ == 0 ? "" : "on rank 0: ") + "ncclGetUniqueId", r,
+                                             ncclGetLastError(nullptr)));
   }
 
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -65,8 +69,7 @@ Comm::Comm(MPI_Comm mpi_comm, long timeout_ms) : timeout_ms_(timeout_ms) {
   if (r != ncclSuccess && r != ncclInProgress) {
     // comm_ may be set even on failure; abort releases what was allocated.
     abort();
-    throw Error(gjNcclError, what + ": " + ncclGetErrorString(r) + " (" + ncclGetLastError(nullptr) +
-                                 "; run with NCCL_DEBUG=WARN for details)");
+    throw Error(gjNcclError, nccl_error_text(what, r, ncclGetLastError(nullptr)));
   }
   complete(r, what);
 }
@@ -108,12 +111,11 @@ ncclResult_t Comm::async_state() {
   return r != ncclSuccess ? r : state;
 }
 
+// Every NCCL error is fatal for the communicator: a nonblocking communicator records even an
+// argument error of one call as its asynchronous error (the backend validates arguments before
+// calling NCCL, so such an error is a bug or a broken peer, never the caller's input).
 void Comm::complete(ncclResult_t result, const std::string& what) {
   ensure_usable(what);
-  if (result != ncclSuccess && result != ncclInProgress && !aborts_communicator(result, async_state())) {
-    throw Error(gjNcclError, what + ": " + ncclGetErrorString(result) + " (" + ncclGetLastError(comm_) +
-                                 "); NCCL rejected the call before enqueuing it, the communicator stays usable");
-  }
   Poller poll(timeout_ms_);
   if (result == ncclSuccess) result = async_state();
   while (result == ncclInProgress) {
@@ -143,8 +145,7 @@ void Comm::wait(cudaEvent_t event, const std::string& what) {
 }
 
 void Comm::fail(ncclResult_t result, const std::string& what) {
-  const std::string msg = what + ": " + ncclGetErrorString(result) + " (" + ncclGetLastError(comm_) +
-                          "; run with NCCL_DEBUG=WARN for details); NCCL communicator aborted";
+  const std::string msg = nccl_error_text(what, result, ncclGetLastError(comm_)) + "; NCCL communicator aborted";
   abort_reason_ = msg;
   abort();
   throw Error(gjNcclError, msg);
@@ -194,6 +195,10 @@ void Comm::stop_watchdog() noexcept {
 void Comm::watch(int device) {
   // Events and the communicator belong to this device; the thread's default would be device 0.
   if (cudaSetDevice(device) != cudaSuccess) (void)cudaGetLastError();
+  // Relaxed: this thread's cudaEventQuery is a potentially unsafe call, which in the default
+  // (global) mode would invalidate a global-mode graph capture running on another thread.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) (void)cudaGetLastError();
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     wake_.wait_for(lock, watch_period(timeout_ms_));
@@ -221,8 +226,8 @@ void Comm::watch_once() {
       return;
     case Verdict::AsyncError:
       watchdog_code_ = gjNcclError;
-      abort_reason_ = std::string("NCCL reported an asynchronous error: ") + ncclGetErrorString(state) + " (" +
-                      ncclGetLastError(comm_) + "; run with NCCL_DEBUG=WARN for details); NCCL communicator aborted";
+      abort_reason_ = nccl_error_text("NCCL reported an asynchronous error", state, ncclGetLastError(comm_)) +
+                      "; NCCL communicator aborted";
       break;
     case Verdict::TimedOut:
       watchdog_code_ = gjTimeout;

@@ -1,7 +1,8 @@
 // One NCCL communicator in non-blocking mode, so that no NCCL call can block this thread longer
 // than the configured timeout: initialization, connection setup on the first collectives and
 // finalization all return ncclInProgress and are polled here. Every failure becomes a gj::Error
-// naming the operation; asynchronous errors and timeouts abort the communicator (ncclCommAbort),
+// naming the operation; every NCCL error, asynchronous errors and timeouts abort the
+// communicator (ncclCommAbort),
 // after which the next call throws that failure (gjTimeout / gjNcclError) and every later one
 // gjInvalidUsage naming it. A watchdog thread (nccl_watchdog.h) does the same between calls.
 #pragma once
@@ -21,6 +22,10 @@
 #include "nccl_plan.h"
 
 namespace gj::nccl {
+
+// "<what>: <ncclGetErrorString> (<last error>; run with NCCL_DEBUG=WARN for details)": the one
+// form of every NCCL failure message.
+std::string nccl_error_text(const std::string& what, ncclResult_t result, const char* last_error);
 
 class Comm {
  public:
@@ -49,7 +54,7 @@ class Comm {
   void start_watchdog(int device);
   void stop_watchdog() noexcept;
   // Completes an NCCL call: polls while ncclInProgress, then checks the result and the
-  // communicator's asynchronous error state.
+  // communicator's asynchronous error state. Any NCCL error aborts the communicator.
   void complete(ncclResult_t result, const std::string& what);
   // The same for the hot path: describe() (returning the operation's name) runs only on failure.
   template <typename Describe>

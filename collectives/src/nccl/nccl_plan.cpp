@@ -1,4 +1,7 @@
 #include "nccl_plan.h"
+#include "nccl_search.h"
+
+#include <cstring>
 
 #include "nccl_buffer.h"
 #include "nccl_watchdog.h"
@@ -66,10 +69,23 @@ BufferAction plan_buffer_use(std::size_t have_bytes, bool allocated, std::size_t
   return capturing ? BufferAction::RefuseCapture : BufferAction::Grow;
 }
 
-bool aborts_communicator(ncclResult_t call_result, ncclResult_t async_state) {
-  const bool local = call_result == ncclInvalidArgument || call_result == ncclInvalidUsage;
-  const bool healthy = async_state == ncclSuccess || async_state == ncclInProgress;
-  return !(local && healthy);
+std::string shared_device(const std::vector<Placement>& ranks, int nccl_version, bool multi_rank_gpu_enabled) {
+  if (nccl_version >= 23000 && multi_rank_gpu_enabled) return "";
+  for (std::size_t a = 0; a < ranks.size(); ++a) {
+    for (std::size_t b = a + 1; b < ranks.size(); ++b) {
+      if (std::strncmp(ranks[a].host, ranks[b].host, sizeof ranks[a].host) != 0 ||
+          std::strncmp(ranks[a].bus_id, ranks[b].bus_id, sizeof ranks[a].bus_id) != 0)
+        continue;
+      return "ranks " + std::to_string(a) + " and " + std::to_string(b) + " both use the CUDA device at PCI " +
+             std::string(ranks[a].bus_id, strnlen(ranks[a].bus_id, sizeof ranks[a].bus_id)) + " on host " +
+             std::string(ranks[a].host, strnlen(ranks[a].host, sizeof ranks[a].host)) + ", which NCCL " +
+             version_string(nccl_version) +
+             " refuses (2.30+ allows it with NCCL_MULTI_RANK_GPU_ENABLE=1); device buffers are not supported on "
+             "this communicator, host buffers are. Fix: one device per rank (cudaSetDevice(local_rank) / "
+             "torch.cuda.set_device(hvd.local_rank())), no more ranks per node than GPUs";
+    }
+  }
+  return "";
 }
 
 Verdict judge(ncclResult_t async_state, long oldest_pending_ms, long timeout_ms) {

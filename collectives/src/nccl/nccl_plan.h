@@ -65,10 +65,16 @@ struct PerRankPlan {
 };
 PerRankPlan plan_per_rank(const std::size_t* counts, int nranks);
 
-// A failed NCCL call aborts the communicator unless the failure is the call's own: an invalid
-// argument or usage that NCCL rejected before enqueuing anything, with the communicator's
-// asynchronous state still healthy. Then the call fails (gjNcclError) and the next may succeed.
-bool aborts_communicator(ncclResult_t call_result, ncclResult_t async_state);
+// Where a rank's NCCL would run, as every rank tells the others before NCCL init.
+struct Placement {
+  int ok = 0;             // NCCL and the device are usable on that rank
+  char host[64] = {};     // gethostname
+  char bus_id[32] = {};   // cudaDeviceGetPCIBusId
+};
+// "" when NCCL can run on these placements; otherwise the one-line reason (naming the two ranks,
+// the host and the device, and the fix) why not: two ranks on one device, which NCCL before 2.30
+// refuses ("Duplicate GPU detected"), and 2.30+ allows only with NCCL_MULTI_RANK_GPU_ENABLE=1.
+std::string shared_device(const std::vector<Placement>& ranks, int nccl_version, bool multi_rank_gpu_enabled);
 
 // An enqueued operation, kept as values so that the fast path builds no strings; describe()
 // names it in error messages: "ncclAllReduce(count=1024, dtype=bf16, op=avg)".
