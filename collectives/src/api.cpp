@@ -369,7 +369,7 @@ void adasum(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, s
   }
   const void* buffers[] = {sendbuff, recvbuff};
   const char* names[] = {"sendbuff", "recvbuff"};
-  if (buffers_on_device(call, buffers, names, 2)) {
+  if (buffers_device(call, buffers, names, 2) >= 0) {
     throw Error(gjUnsupported, std::string(call) + ": device buffers are not combined on the device; copy them to "
                                                        "host memory first (gj.torch stages CUDA tensors that way)");
   }
