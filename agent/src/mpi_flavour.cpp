@@ -59,9 +59,9 @@ std::optional<MpiFlavour> detect_flavour(const std::string& out) {
     if (major >= 5) return MpiFlavour::OpenMpi5;
     if (major >= 0) return MpiFlavour::OpenMpi4;
   }
-  if (out.find("Open MPI") != std::string::npos) return MpiFlavour::OpenMpi4;
-  if (out.find("HYDRA build details") != std::string::npos || out.find("MPICH") != std::string::npos)
-    return MpiFlavour::Mpich;
+  // Only a version banner names the flavour: a failing launcher's error text mentions "Open MPI"
+  // too (Open MPI 5 without HOME: "opal_init failed ... Open MPI developer").
+  if (out.find("HYDRA build details") != std::string::npos) return MpiFlavour::Mpich;
   return std::nullopt;
 }
 

@@ -82,6 +82,10 @@ RenderedSshdConfig render_sshd_config(const SshdConfigSpec& spec) {
       "MaxStartups 200:30:1000\n"
       "MaxSessions 100\n"
       "Subsystem sftp internal-sftp\n";
+  if (spec.no_per_source_penalties)
+    t += "# OpenSSH >= 9.8 would refuse the master's address for a while after connections that do not\n"
+         "# log in (the readiness gate's probes, a rank's failed login): one source serves the whole job.\n"
+         "PerSourcePenalties no\n";
   // One SetEnv line for all variables: sshd honours only the first SetEnv line it reads
   // (servconf.c keeps the first value of each keyword; verified with OpenSSH 9.2).
   std::string setenv;

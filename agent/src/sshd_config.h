@@ -20,6 +20,9 @@ struct SshdConfigSpec {
   std::string authorized_keys_file;    // absolute path
   std::string pid_file;                // absolute path
   std::vector<std::pair<std::string, std::string>> session_env;  // written as SetEnv, in order
+  // "PerSourcePenalties no": only for an sshd that knows the keyword (OpenSSH >= 9.8; older ones
+  // refuse the whole file over it).
+  bool no_per_source_penalties = false;
 };
 
 struct RenderedSshdConfig {

@@ -194,6 +194,9 @@ def main():
     args = p.parse_args()
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
+    # Debian's python3-torch 2.x is built without libuv, which torch.distributed's TCP store asks
+    # for by default since 2.4 (pip's wheels have it); USE_LIBUV=0 picks the store every build has.
+    os.environ.setdefault("USE_LIBUV", "0")
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=size)
     rows = []
     for name in args.models:

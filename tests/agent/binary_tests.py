@@ -127,6 +127,8 @@ class Sandbox:
             mpi_host="job-worker-0.job,job-worker-1.job", role="master"):
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            # Every container has one (the runtime sets it); Open MPI 5 refuses to start without.
+            "HOME": os.environ.get("HOME", "/root"),
             "GJ_TRAINING_ROLE": role,
             "GJ_TRAINING_VC_JOB_NAME": "job",
             "GJ_TRAINING_POD_NAME": "job-master-0",

@@ -161,6 +161,9 @@ TEST_CASE("flavour detection from mpiexec --version", "[argv]") {
       {"HYDRA build details:\n    Version:                                 4.0.2\n", MpiFlavour::Mpich},
       {"Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619\nHYDRA build details:", MpiFlavour::Intel},
       {"mpiexec: command not found", std::nullopt},
+      // Open MPI 5's failure without HOME: its error text is no banner (it was read as Open MPI 4).
+      {"[vm:18815] Error: Unable to get the user home directory\nIt looks like opal_init failed for some reason; "
+       "your parallel process is\n(which may only be relevant to an\nOpen MPI developer):\n", std::nullopt},
       {"", std::nullopt},
   };
   for (const auto& [text, want] : cases) {

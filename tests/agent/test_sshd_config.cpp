@@ -157,3 +157,14 @@ TEST_CASE("locked accounts in /etc/shadow as OpenSSH sees them") {
   CAPTURE(row.shadow);
   CHECK(gj::shadow_account_locked(row.shadow, "root") == row.locked);
 }
+
+TEST_CASE("sshd_config: PerSourcePenalties off only where sshd knows the keyword") {
+  auto s = spec();
+  auto has_penalties = [](const gj::RenderedSshdConfig& c) {
+    auto lines = lines_of(c.text);
+    return std::find(lines.begin(), lines.end(), "PerSourcePenalties no") != lines.end();
+  };
+  CHECK_FALSE(has_penalties(gj::render_sshd_config(s)));  // OpenSSH < 9.8 refuses an unknown keyword
+  s.no_per_source_penalties = true;
+  CHECK(has_penalties(gj::render_sshd_config(s)));
+}

@@ -35,6 +35,9 @@ def main():
     group = int(os.environ["GROUP_RANK"])
     if (rank, size, local, local_size) != mpi_truth():
         fail(f"RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE {(rank, size, local, local_size)} != MPI's {mpi_truth()}")
+    # Debian's python3-torch 2.x is built without libuv, which torch.distributed's TCP store asks
+    # for by default since 2.4 (pip's wheels have it); USE_LIBUV=0 picks the store every build has.
+    os.environ.setdefault("USE_LIBUV", "0")
     dist.init_process_group("gloo")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
     if dist.get_rank() != rank or dist.get_world_size() != size:
         fail(f"torch sees rank {dist.get_rank()}/{dist.get_world_size()}")

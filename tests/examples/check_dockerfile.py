@@ -56,7 +56,10 @@ def cmake_options(root):
             stack.pop()
         m = re.match(r"add_subdirectory\(\s*([\w./-]+)", s)
         if m:
-            subdirs[m.group(1)] = stack[-1] if stack and stack[-1].startswith("GJ_") else None
+            # if(GJ_A AND GJ_B): the folder is left out when any of them is OFF.
+            cond = stack[-1].split() if stack else []
+            names = [w for w in cond if w != "AND"]
+            subdirs[m.group(1)] = names if names and all(w.startswith("GJ_") for w in names) else None
     return opts, subdirs
 
 
@@ -116,8 +119,9 @@ def check(text, root):
             elif frm not in stages[: stages.index(current_stage(stage_lines, n))]:
                 errs.append(f"line {n}: COPY --from={frm} names no earlier stage ({stages})")
     for d, opt in subdirs.items():
-        if d not in copied and not (opt and build_flags.get(opt) == "OFF"):
-            errs.append(f"CMakeLists.txt adds {d}/ but the build stage neither copies it nor sets -D{opt or '?'}=OFF")
+        if d not in copied and not (opt and any(build_flags.get(o) == "OFF" for o in opt)):
+            errs.append(f"CMakeLists.txt adds {d}/ but the build stage neither copies it nor sets "
+                        f"-D{' or -D'.join(opt) if opt else '?'}=OFF")
 
     runtime = stage_lines[stages[-1]]
     apt = " ".join(a for _, w, a in runtime if w == "RUN" and "apt-get install" in a)

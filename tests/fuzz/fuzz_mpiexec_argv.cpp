@@ -52,6 +52,7 @@ const std::map<std::string, int>& builder_flags() {
       {"--mca", 2}, {"--prtemca", 2}, {"-x", 1}, {"-hosts", 1}, {"-f", 1}, {"-machinefile", 1},
       {"-n", 1}, {"-ppn", 1}, {"-launcher", 1}, {"-bootstrap", 1}, {"-bootstrap-exec-args", 1},
       {"-genvlist", 1}, {"-genv", 2}, {"-genvnone", 0}, {"-localhost", 1},
+      {"--bind-to", 1}, {"-bind-to", 1},  // the CPU binding (issue #30); Intel's is a -genv
   };
   return flags;
 }
@@ -184,6 +185,8 @@ void check_command(const gj::LaunchPlan& plan, const gj::MpiexecRequest& req, co
       if (a[i + 1].find("sh_args") != std::string::npos || opt == "-bootstrap-exec-args")
         GJ_FUZZ_CHECK(split_blanks(value) == gj::ssh_client_args(req.ssh), what + ": ssh args split differently: " + value);
     }
+    if (opt == "--bind-to" || opt == "-bind-to")
+      GJ_FUZZ_CHECK(a[i + 1] == "none", what + ": the builders only unbind: " + a[i + 1]);
     if (opt == "--host" || opt == "-hosts") {
       host_option = true;
       host_value = a[i + 1];

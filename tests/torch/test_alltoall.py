@@ -119,8 +119,8 @@ def test_alltoall_mismatch_raises_on_every_rank(world):
     if n < 2:
         pytest.skip("needs 2 ranks")
     tensor = torch.ones((n, 2), dtype=torch.int32 if r % 2 else torch.float32)
-    with pytest.raises(ValueError, match="disagree"):
+    with pytest.raises(hvd.HorovodInternalError, match="disagree"):
         hvd.alltoall(tensor)
-    with pytest.raises(ValueError, match="disagree"):
+    with pytest.raises(hvd.HorovodInternalError, match="disagree"):
         hvd.alltoall(torch.ones((n, 2 + r)))
     assert torch.equal(hvd.alltoall(torch.full((n,), float(r))), torch.arange(n, dtype=torch.float32))

@@ -115,6 +115,11 @@ std::string prepare_sshd(const SshdSetup& setup) {
   for (const auto& w : cfg.warnings) warn(w);
   const std::string path = sshd_config_path(setup.state_dir);
   write_private_file(path, cfg.text, 0600);
+  // Feature test, not a version guess: does this sshd take the keyword on top of our file?
+  if (run_and_capture({setup.sshd_path, "-t", "-f", path, "-o", "PerSourcePenalties=no"}).status == 0) {
+    spec.no_per_source_penalties = true;
+    write_private_file(path, render_sshd_config(spec).text, 0600);
+  }
 
   // sshd -t reports a bad configuration (or an unusable host key) as one clear line now,
   // instead of a crash loop of the pod later.
