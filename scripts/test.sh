@@ -12,4 +12,6 @@ cuda=()
 if [ -x /usr/local/cuda/bin/nvcc ]; then cuda=(-DGJ_WITH_CUDA=ON -DGJ_WITH_NCCL=ON); fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda[@]}"
 cmake --build "$build" -j"$(nproc)"
+# Every test carries one area and one kind label (README, "Tests"): a test added without them fails here.
+cmake -DBUILD="$build" -P cmake/GjCheckTestLabels.cmake
 ctest --test-dir "$build" --output-on-failure --timeout 600
