@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -141,7 +142,8 @@ Flavour mpijob_flavour(const AgentSettings& settings, const MpiJobEnv& mpijob, b
 
 // The launcher of a Kubeflow MPIJob: the operator's hostfile instead of GJ_TRAINING_* and MPI_HOST.
 // The JobSpec gets its master host (this pod as the workers resolve it) here, from the file.
-// The launcher runs no sshd: it is not an ssh target (ranks it runs itself mpiexec starts locally).
+// The launcher is no ssh target (mpiexec starts its ranks locally), but under Open MPI 5: see
+// launcher_is_ssh_target.
 LaunchPlan mpijob_plan(JobSpec& spec, const Invocation& inv, const EnvMap& env, const MpiJobEnv& mpijob) {
   const std::string origin = mpijob.hostfile + (mpijob.hostfile_variable.empty() ? " (the operator's mount)"
                                                                                 : " (from " + mpijob.hostfile_variable + ")");
@@ -220,13 +222,23 @@ void log_plan(const MasterJob& job, const Flavour& flavour) {
   spdlog::info("threads: {}", threads_summary(job.plan));
 }
 
+// An MPIJob launcher is no ssh target, except where it runs ranks under Open MPI 5: PRRTE does
+// not take the operator's name for it (<launcher>.<job>.<ns>.svc) as the local host and starts
+// its daemon there over ssh ("Connection refused", seen with Open MPI 5.0.7); Open MPI 4 and
+// hydra start the launcher's own ranks locally.
+bool launcher_is_ssh_target(const MasterJob& job, MpiFlavour flavour) {
+  if (flavour != MpiFlavour::OpenMpi5) return false;
+  return std::any_of(job.plan.hosts.begin(), job.plan.hosts.end(),
+                     [&](const HostSlots& h) { return is_this_pod(h.host, job.spec.pod_name); });
+}
+
 // Step 3, keys and sshd: our own sshd first (the master's host is in the host list in most
 // layouts and the gate waits for it like for any worker), then the client keys for the others.
 void start_sshd_and_copy_keys(const MasterJob& job, const EnvMap& env, MpiexecRequest& req) {
   const AgentSettings& settings = job.spec.settings;
   const SshdSetup sshd = sshd_setup(settings, env);
-  if (!settings.no_sshd && !job.mpijob) start_background_sshd(sshd);
   const auto& hosts = job.plan.hosts;
+  if (!settings.no_sshd && (!job.mpijob || launcher_is_ssh_target(job, req.flavour))) start_background_sshd(sshd);
   const bool remote_hosts = hosts.size() > 1 || (hosts.size() == 1 && hosts[0].host != job.spec.master_host);
   if (remote_hosts) req.ssh.identity_files = prepare_client_keys(sshd);
 }

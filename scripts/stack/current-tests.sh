@@ -32,7 +32,11 @@ torch='^torch\.'
 launch='^agent\.example\.|^examples\.(cpp_train|python)\.|^agent\.binary\.(known_mpi_defect_warning|dry_run_flavours)$'
 multihost='^multihost\.(cpu_job|exit_code|exit_code_mpich|environment|environment_mpich|torch_openmpi|torch_mpich|mpijob_openmpi|mpijob_mpich)$'
 tests=${GJ_CURRENT_TESTS:-$torch|$mpi|$launch|$multihost|$units}
-exclude=${GJ_CURRENT_EXCLUDE:-'^$'}
+# agent.example.real_mpi_over_ssh makes two "hosts" of one machine's loopback (127.0.0.1 and
+# 127.0.0.2): Open MPI 5 then runs a daemon per "host", its shared-memory transport does not
+# join them and its TCP transport leaves loopback out, so MPI_Init fails ("unable to reach
+# each other"). The multi-host scenarios run the same path across real pods under Open MPI 5.
+exclude=${GJ_CURRENT_EXCLUDE:-'^agent\.example\.real_mpi_over_ssh$'}
 
 stamp() { echo "== current stack [$(date -u +%H:%M:%S)] $*"; }
 
