@@ -117,30 +117,51 @@ manifest=$(find "$build" -name fuzz-targets.tsv -print -quit)
 [ -n "$manifest" ] && [ -s "$manifest" ] || die "no fuzz targets in $build (is tests/fuzz wired into tests/CMakeLists.txt?)"
 fuzz_dir=$(dirname "$manifest")
 
-summary=()
-while IFS=$'\t' read -r name exe seeds dict; do
-  [ -n "$name" ] || continue
-  work="$fuzz_dir/work/$name"
-  artifacts="$fuzz_dir/artifacts/$name"
+# One target's run; its exit status lands in <name>.rc. A fuzzer runs on one core: $jobs of
+# them run side by side.
+fuzz_one() {  # name exe seeds dict
+  local name=$1 exe=$2 seeds=$3 dict=$4 rc=0
+  local work="$fuzz_dir/work/$name" artifacts="$fuzz_dir/artifacts/$name"
   mkdir -p "$work" "$artifacts"
-  dict_arg=()
+  local dict_arg=()
   [ -f "$dict" ] && dict_arg=("-dict=$dict")
-  echo "== hardening: fuzz $name for ${seconds}s"
-  log="$fuzz_dir/$name.log"
   # -timeout: one input taking over 10 s is a hang; -rss_limit_mb: unbounded growth is a bug.
   # No log_path here: libFuzzer's own log must hold the report next to the crashing input.
-  if ! ASAN_OPTIONS="${ASAN_OPTIONS#log_path=*:}" UBSAN_OPTIONS="${UBSAN_OPTIONS#log_path=*:}" \
-      "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-      "${dict_arg[@]}" -artifact_prefix="$artifacts/" "$work" "$seeds" >"$log" 2>&1; then
+  ASAN_OPTIONS="${ASAN_OPTIONS#log_path=*:}" UBSAN_OPTIONS="${UBSAN_OPTIONS#log_path=*:}" \
+    "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    "${dict_arg[@]}" -artifact_prefix="$artifacts/" "$work" "$seeds" >"$fuzz_dir/$name.log" 2>&1 || rc=$?
+  echo "$rc" >"$fuzz_dir/$name.rc"
+}
+
+targets=()
+running=0
+while IFS=$'\t' read -r name exe seeds dict; do
+  [ -n "$name" ] || continue
+  targets+=("$name"$'\t'"$exe")
+  echo "== hardening: fuzz $name for ${seconds}s"
+  rm -f "$fuzz_dir/$name.rc"
+  fuzz_one "$name" "$exe" "$seeds" "$dict" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
+done <"$manifest"
+wait
+
+summary=()
+for target in "${targets[@]}"; do
+  IFS=$'\t' read -r name exe <<<"$target"
+  log="$fuzz_dir/$name.log"
+  artifacts="$fuzz_dir/artifacts/$name"
+  if [ "$(cat "$fuzz_dir/$name.rc" 2>/dev/null)" != 0 ]; then
     tail -n 40 "$log" >&2
     problems+=("fuzz target $name: reproducer in $artifacts/ (replay: $exe <file>; log $log)")
   fi
+  # A target that died at start printed no statistics: "?" (its problem is recorded above).
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
-  corpus=$(find "$work" -type f | wc -l)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
+  corpus=$(find "$fuzz_dir/work/$name" -type f | wc -l)
   summary+=("$(printf '%-16s %10s execs  cov %6s  corpus %5s' "$name" "${execs:-?}" "${cov:-?}" "$corpus")")
-  check_logs "fuzzing $name"
-done <"$manifest"
+done
+check_logs "fuzzing"
 
 echo "== hardening: fuzz summary (${seconds}s each)"
 printf '   %s\n' "${summary[@]}"
