@@ -27,20 +27,13 @@ namespace gb = gj::bench;
 int main(int argc, char** argv) {
   const gb::MpiSession mpi(&argc, &argv);
   std::vector<gb::ElemType> types;
-  std::size_t min_bytes = 0, max_bytes = 0;
-  int rounds = 0, fixed_iters = 0;
+  gb::Sweep sweep;
   std::string impl;
   const bool ok = gb::read_options("gj_allreduce_bench", mpi, argc, argv, [&](const gb::Args& args) {
     types = gb::parse_types("types", args.str("types", "f32,bf16"));
-    min_bytes = static_cast<std::size_t>(args.num("minbytes", 4));
-    max_bytes = static_cast<std::size_t>(args.num("maxbytes", 256LL << 20));
-    rounds = static_cast<int>(args.num("rounds", 5));
-    fixed_iters = static_cast<int>(args.num("iters", 0));
+    sweep = gb::read_sweep(args, 4, 256LL << 20);
     impl = args.str("impl", "gj");
     if (impl != "gj" && impl != "shm") throw std::invalid_argument("--impl " + impl + ": use gj or shm");
-    if (min_bytes == 0 || max_bytes < min_bytes || rounds < 1) {
-      throw std::invalid_argument("need 0 < --minbytes <= --maxbytes and --rounds >= 1");
-    }
   });
   if (!ok) return gb::kUsage;
 
@@ -62,11 +55,11 @@ int main(int argc, char** argv) {
     std::printf("# gj_allreduce_bench: ranks=%d impl=%s op=sum out-of-place %s\n", mpi.nranks, impl.c_str(),
                 gb::machine_line().c_str());
     std::printf("# time: slowest rank's mean per call, best of %d alternating batches; ratio = MPI time / %s time\n",
-                rounds, impl.c_str());
+                sweep.rounds, impl.c_str());
   }
   gb::VsMpiTable table(mpi.rank);
   for (const gb::ElemType& t : types) {
-    const std::size_t max_count = max_bytes / t.size;
+    const std::size_t max_count = sweep.max_bytes / t.size;
     std::vector<unsigned char> send(std::max<std::size_t>(max_count, 1) * t.size);
     std::vector<unsigned char> recv(send.size());
     for (std::size_t i = 0; i < max_count; ++i) gb::store(t.dtype, send.data(), i, gb::input_value(mpi.rank, i));
@@ -76,11 +69,11 @@ int main(int argc, char** argv) {
     const MPI_Op mpi_op = bf16.sum_of(t.dtype);
     table.header(gb::strf("%12s %12s %6s %6s", "size", "count", "type", "redop"),
                  gb::strf("%12s %12s %6s %6s", "(B)", "(elements)", "", ""), "MPI (us)");
-    for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+    for (std::size_t bytes = sweep.min_bytes; bytes <= sweep.max_bytes; bytes *= 2) {
       const std::size_t count = bytes / t.size;
       if (count == 0) continue;
       const gb::VsMpi r = gb::time_vs_mpi(
-          rounds, gb::iters_for(bytes, fixed_iters),
+          sweep.rounds, gb::iters_for(bytes, sweep.fixed_iters),
           [&] {
             if (engine) engine->allreduce(send.data(), recv.data(), count, t.dtype, gjSum);
             else gb::check(gjAllReduce(send.data(), recv.data(), count, t.dtype, gjSum, comm->get(), nullptr),

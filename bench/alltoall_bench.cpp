@@ -38,17 +38,10 @@ std::size_t share(bool even, int to, int n, std::size_t per_rank) {
 int main(int argc, char** argv) {
   const gb::MpiSession mpi(&argc, &argv);
   std::vector<gb::ElemType> types;
-  std::size_t min_bytes = 0, max_bytes = 0;
-  int rounds = 0, fixed_iters = 0;
+  gb::Sweep sweep;
   const bool ok = gb::read_options("gj_alltoall_bench", mpi, argc, argv, [&](const gb::Args& args) {
     types = gb::parse_types("types", args.str("types", "f32"));
-    min_bytes = static_cast<std::size_t>(args.num("minbytes", 1024));
-    max_bytes = static_cast<std::size_t>(args.num("maxbytes", 64LL << 20));
-    rounds = static_cast<int>(args.num("rounds", 5));
-    fixed_iters = static_cast<int>(args.num("iters", 0));
-    if (min_bytes == 0 || max_bytes < min_bytes || rounds < 1) {
-      throw std::invalid_argument("need 0 < --minbytes <= --maxbytes and --rounds >= 1");
-    }
+    sweep = gb::read_sweep(args, 1024, 64LL << 20);
   });
   if (!ok) return gb::kUsage;
 
@@ -57,14 +50,14 @@ int main(int argc, char** argv) {
   if (mpi.rank == 0) {
     std::printf("# gj_alltoall_bench: ranks=%d out-of-place %s\n", n, gb::machine_line().c_str());
     std::printf("# time: slowest rank's mean per call, best of %d alternating batches; ratio = MPI time / gj time\n",
-                rounds);
+                sweep.rounds);
   }
   gb::VsMpiTable table(mpi.rank);
   for (const bool even : {true, false}) {
     for (const gb::ElemType& t : types) {
       table.header(gb::strf("%-8s %12s %12s %6s", "splits", "size", "count", "type"),
                    gb::strf("%-8s %12s %12s %6s", "", "(B)", "(elements)", ""), "Alltoallv");
-      for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+      for (std::size_t bytes = sweep.min_bytes; bytes <= sweep.max_bytes; bytes *= 2) {
         const std::size_t per_rank = bytes / t.size;
         std::vector<std::size_t> sc, rc;
         std::vector<int> isc, irc, isd, ird;
@@ -94,7 +87,7 @@ int main(int argc, char** argv) {
           for (std::size_t i = 0; i < rc[q]; ++i) want.push_back(gb::input_value(q, first + i));
         }
         const gb::VsMpi r = gb::time_vs_mpi(
-            rounds, gb::iters_for(bytes, fixed_iters),
+            sweep.rounds, gb::iters_for(bytes, sweep.fixed_iters),
             [&] {
               gb::check(gjAllToAllV(send.data(), sc.data(), recv.data(), rc.data(), t.dtype, comm.get(), nullptr),
                         comm.get(), "gjAllToAllV");

@@ -121,6 +121,18 @@ float load(gjDataType_t t, const void* buf, std::size_t i) {
   return t == gjFloat32 ? static_cast<const float*>(buf)[i] : from_bf16(static_cast<const std::uint16_t*>(buf)[i]);
 }
 
+Sweep read_sweep(const Args& args, long long default_min, long long default_max) {
+  Sweep s;
+  s.min_bytes = static_cast<std::size_t>(args.num("minbytes", default_min));
+  s.max_bytes = static_cast<std::size_t>(args.num("maxbytes", default_max));
+  s.rounds = static_cast<int>(args.num("rounds", 5));
+  s.fixed_iters = static_cast<int>(args.num("iters", 0));
+  if (s.min_bytes == 0 || s.max_bytes < s.min_bytes || s.rounds < 1) {
+    throw std::invalid_argument("need 0 < --minbytes <= --maxbytes and --rounds >= 1");
+  }
+  return s;
+}
+
 long long sum_over_ranks(long long n) {
   MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   return n;

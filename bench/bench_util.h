@@ -71,6 +71,15 @@ bool read_options(const char* prog, const MpiSession& mpi, int argc, char** argv
   }
 }
 
+// The size sweep every per-size benchmark takes: --minbytes, --maxbytes (doubling from one to
+// the other), --rounds (alternating batches, best kept) and --iters (0 = iters_for's choice).
+struct Sweep {
+  std::size_t min_bytes = 0, max_bytes = 0;
+  int rounds = 0, fixed_iters = 0;
+};
+// Reads the sweep's options with these defaults; throws unless 0 < min <= max and rounds >= 1.
+Sweep read_sweep(const Args& args, long long default_min, long long default_max);
+
 // Throws naming the options unless each is >= 1.
 void require_positive(std::initializer_list<std::pair<const char*, long long>> options);
 

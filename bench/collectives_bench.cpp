@@ -26,8 +26,7 @@ int main(int argc, char** argv) {
   const gb::MpiSession mpi(&argc, &argv);
   std::vector<gb::ElemType> types;
   std::vector<std::string> ops;
-  std::size_t min_bytes = 0, max_bytes = 0;
-  int rounds = 0, fixed_iters = 0;
+  gb::Sweep sweep;
   const bool ok = gb::read_options("gj_collectives_bench", mpi, argc, argv, [&](const gb::Args& args) {
     types = gb::parse_types("types", args.str("types", "f32,bf16"));
     ops = gb::split_list(args.str("ops", "allgather,reduce_scatter"));
@@ -36,13 +35,7 @@ int main(int argc, char** argv) {
         throw std::invalid_argument("--ops: '" + s + "' is not one of allgather, reduce_scatter");
       }
     }
-    min_bytes = static_cast<std::size_t>(args.num("minbytes", 1024));
-    max_bytes = static_cast<std::size_t>(args.num("maxbytes", 64LL << 20));
-    rounds = static_cast<int>(args.num("rounds", 5));
-    fixed_iters = static_cast<int>(args.num("iters", 0));
-    if (min_bytes == 0 || max_bytes < min_bytes || rounds < 1) {
-      throw std::invalid_argument("need 0 < --minbytes <= --maxbytes and --rounds >= 1");
-    }
+    sweep = gb::read_sweep(args, 1024, 64LL << 20);
   });
   if (!ok) return gb::kUsage;
 
@@ -51,7 +44,7 @@ int main(int argc, char** argv) {
   if (mpi.rank == 0) {
     std::printf("# gj_collectives_bench: ranks=%d out-of-place %s\n", mpi.nranks, gb::machine_line().c_str());
     std::printf("# time: slowest rank's mean per call, best of %d alternating batches; ratio = MPI time / gj time\n",
-                rounds);
+                sweep.rounds);
   }
   gb::VsMpiTable table(mpi.rank);
   const std::size_t n = static_cast<std::size_t>(mpi.nranks);
@@ -60,13 +53,13 @@ int main(int argc, char** argv) {
     for (const gb::ElemType& t : types) {
       const MPI_Datatype mpi_type = bf16.type_of(t.dtype);
       const MPI_Op mpi_op = bf16.sum_of(t.dtype);
-      const std::size_t max_total = max_bytes / t.size / n * n;
+      const std::size_t max_total = sweep.max_bytes / t.size / n * n;
       std::vector<unsigned char> send(std::max<std::size_t>(max_total, n) * t.size);
       std::vector<unsigned char> recv(send.size());
       std::memset(recv.data(), 0, recv.size());
       table.header(gb::strf("%-14s %12s %12s %6s", "op", "size", "count", "type"),
                    gb::strf("%-14s %12s %12s %6s", "", "(B)", "(elements)", ""), gather ? "Allgatherv" : "Red_scat");
-      for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+      for (std::size_t bytes = sweep.min_bytes; bytes <= sweep.max_bytes; bytes *= 2) {
         const std::size_t per = bytes / t.size / n;  // elements per rank
         if (per == 0) continue;
         const std::size_t total = per * n;
@@ -79,7 +72,7 @@ int main(int argc, char** argv) {
           gb::store(t.dtype, send.data(), i, gb::input_value(mpi.rank, i));
         }
         const gb::VsMpi r = gb::time_vs_mpi(
-            rounds, gb::iters_for(bytes, fixed_iters),
+            sweep.rounds, gb::iters_for(bytes, sweep.fixed_iters),
             [&] {
               if (gather) {
                 gb::check(gjAllGather(send.data(), recv.data(), per, t.dtype, comm.get(), nullptr), comm.get(),
