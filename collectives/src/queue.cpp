@@ -20,6 +20,12 @@
 namespace gj {
 namespace {
 
+int rank_of(MPI_Comm comm) {
+  int rank = 0;
+  mpi_check(MPI_Comm_rank(comm, &rank), "gj::HostQueue: MPI_Comm_rank");
+  return rank;
+}
+
 // Most requests one fused collective takes: bounds the agreement's wait for stragglers and
 // the per-batch vectors, and is far above the per-call cost it amortizes.
 constexpr std::size_t kMaxFused = 1024;
@@ -97,7 +103,7 @@ int cpus_of_this_process() {
 }
 
 HostQueue::HostQueue(MPI_Comm comm, Backend& host, int thread_level, bool patient, long timeout_ms)
-    : comm_(comm), host_(host), thread_level_(thread_level), patient_(false) {
+    : comm_(comm), host_(host), stall_(timeout_ms, rank_of(comm)), thread_level_(thread_level), patient_(false) {
 #if GJ_HAVE_SHM
   // Every rank arrives when any rank waits for arrivals: the board is collective.
   int wanted = patient ? 1 : 0;
@@ -108,7 +114,6 @@ HostQueue::HostQueue(MPI_Comm comm, Backend& host, int thread_level, bool patien
   patient_ = patient && arrivals_ != nullptr;
 #else
   (void)patient;
-  (void)timeout_ms;
 #endif
 }
 
@@ -236,6 +241,7 @@ void HostQueue::run_front(std::unique_lock<std::mutex>& lock) {
 
   const auto [code, message] = outcome([&] {
     wait_for_arrivals(arrive());
+    const Armed armed(stall_, first.call);
     if (!fusing) return execute(first);
     // Every rank takes the same number: the smallest any rank has queued (at least the
     // first, which every rank has). With the check on, the first's arguments ride along.

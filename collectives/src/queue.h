@@ -30,6 +30,7 @@
 #include "backend.h"
 #include "config.h"
 #include "error.h"
+#include "stall_abort.h"
 #include "work.h"
 
 namespace gj {
@@ -69,7 +70,8 @@ class HostQueue {
   // comm and host are borrowed from the communicator, which outlives the queue.
   // thread_level: what MPI provides (MPI_Query_thread); below MPI_THREAD_MULTIPLE
   // submit() is refused. patient: see patient_progress(); a patient wait for a peer gives up
-  // after timeout_ms (GJ_COLL_TIMEOUT_MS, 0 = forever) with gjTimeout.
+  // after timeout_ms (GJ_COLL_TIMEOUT_MS, 0 = forever) with gjTimeout. A collective still
+  // running well past timeout_ms (stall_abort.h: a plain MPI call whose peer never came) ends the job.
   HostQueue(MPI_Comm comm, Backend& host, int thread_level, bool patient = false, long timeout_ms = 0);
   bool patient() const { return patient_; }
   ~HostQueue();  // shutdown()
@@ -84,6 +86,7 @@ class HostQueue {
   void run_blocking(const Work& w, Body&& body) {
     const bool fast = enter(w.call);
     try {
+      const Armed armed(stall_, w.call);
       if (w.agree_first) require_same_on_all_ranks(comm_, w.call, w.sig);
       body();
     } catch (...) {
@@ -124,6 +127,7 @@ class HostQueue {
 
   MPI_Comm comm_;
   Backend& host_;
+  StallAbort stall_;  // brackets each collective, blocking or queued
   int thread_level_;
   bool patient_;
   // Until the first nonblocking request, blocking calls only exclude each other through
