@@ -1,16 +1,17 @@
 """Process state of gj.torch: init/shutdown, ranks and sizes, the stall watch.
 
-init() creates one gj communicator over MPI_COMM_WORLD (gjCommInitWorld initializes MPI when
-nobody has); process sets (_process_sets.py) split theirs from it. What happens at exit is
-_exit_hooks.py, the capability queries _capabilities.py; the names of both, and the process
-sets', are re-exported here for the modules that import them from _basics.
+init() maps Horovod's environment variables onto gj's (_horovod_env.py, _stall.py), then creates
+one gj communicator over MPI_COMM_WORLD (gjCommInitWorld initializes MPI when nobody has);
+process sets (_process_sets.py) split theirs from it. What happens at exit is _exit_hooks.py,
+the capability queries _capabilities.py; the names of both, and the process sets', are
+re-exported here for the modules that import them from _basics.
 """
 
 import contextlib
 import ctypes
 
 from .. import _core, _lib
-from . import _process_sets, _stall
+from . import _horovod_env, _process_sets, _stall
 from ._process_sets import (ProcessSet, add_process_set, comm_of, describe_ranks,  # noqa: F401
                             global_process_set, registered, remove_process_set)
 
@@ -29,15 +30,25 @@ _require_init = require_init
 
 def init(comm=None, process_sets=None):
     """Initializes gj.torch (idempotent). comm: None (all ranks) or a list of ranks is not
-    supported other than None; process_sets: ProcessSets to register now (collective)."""
+    supported other than None; process_sets: ProcessSets to register now (collective), or
+    "dynamic" (Horovod's word for none now, add_process_set later: gj's sets always are).
+    Horovod's HOROVOD_* variables are honoured where gj has the setting; rank 0 names the
+    set ones it does not honour in one line on stderr (docs/torch.md)."""
     global _world, _cross, stall_watch
     if comm is not None:
         raise ValueError(f"init(comm={comm!r}): gj.torch runs over all MPI ranks; "
                          "use process sets for subsets")
     if _world is not None:
         return
-    check_seconds = _stall.apply()  # before the library reads GJ_COLL_TIMEOUT_MS
+    if isinstance(process_sets, str):
+        if process_sets.lower() != "dynamic":
+            raise ValueError(f"init(process_sets={process_sets!r}): pass a list of ProcessSets or \"dynamic\"")
+        process_sets = None
+    # Before the library reads its GJ_COLL_* settings.
+    unhonoured = _horovod_env.apply()
+    check_seconds = _stall.apply()
     _world = _core.Comm.world()
+    _horovod_env.report(unhonoured, _world.rank)
     stall_watch = _stall.Watch(check_seconds, _world.rank)
     _process_sets.reset(_world)
     _cross = _cross_rank_size(_world)

@@ -14,6 +14,18 @@ order, whatever order its hooks fire in and whichever gradients it has:
   a parameter with a gradient on no rank in the previous step leaves the step's buckets (the
   flag exchange made that set identical everywhere) and is reduced after the flag exchange
   should it get a gradient after all.
+
+Sparse gradients (nn.Embedding(sparse=True)) are reduced as Horovod reduces them, by
+sparse_allreduce_async (an allgather of every rank's indices and values; Average divides the
+values by the set's size; no compression, no predivide): a parameter whose gradient is sparse on
+some rank leaves the buckets and is reduced after the flag exchange, which also tells every rank
+which parameters' gradients are sparse (and their sparse_dim). Until the first exchange nobody
+knows that, so the first step issues nothing from the hooks: synchronize() exchanges the flags
+first, then issues the buckets of the dense parameters and the sparse reductions. A parameter
+whose gradient turns sparse later is reduced densely in its bucket that step (the bucket was
+planned with it) and sparsely from the next. With sparse_as_dense=True a sparse gradient is
+made dense in the hook, reduced in its bucket and made sparse again (same sparse_dim) after, as
+Horovod does, so torch.optim.SparseAdam still gets the sparse gradient it needs.
 """
 
 import contextlib
@@ -35,8 +47,8 @@ from .exceptions import HorovodInternalError
 BUCKET_BYTES_ENV = "GJ_TORCH_BUCKET_BYTES"
 
 
-def _bucket_bytes():
-    raw = os.environ.get(BUCKET_BYTES_ENV)
+def _bucket_bytes(environ=os.environ):
+    raw = environ.get(BUCKET_BYTES_ENV)
     if raw is None:
         return DEFAULT_BUCKET_BYTES
     try:
@@ -99,6 +111,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # frozen or unused parameter never holds back the buckets after it; should one get a
         # gradient after all, it is reduced at synchronize, after the flag exchange says so.
         self._skip = frozenset()
+        # Parameters with a sparse gradient on some rank in an earlier step: {index: sparse_dim}
+        # (the same everywhere: from the flag exchanges). Reduced by sparse_allreduce_async.
+        self._sparse = {}
+        # Until the first flag exchange no rank knows which gradients are sparse: the hooks
+        # issue nothing (a sparse_as_dense optimizer has nothing to learn).
+        self._probing = not sparse_as_dense
         _agreement.agree(self._comm, what, (
             ("parameters", tuple((tuple(p.shape), str(p.dtype)) for p in self._params)),
             ("buckets", tuple(tuple(b) for b in self._buckets)), ("op", op),
@@ -132,11 +150,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _reset_step(self):
         self._counts = [0] * len(self._params)
         self._grad_streams = {}  # index -> the stream its gradient was produced on (CUDA)
-        self._step_buckets = [m for m in ([i for i in b if i not in self._skip] for b in self._buckets) if m]
+        self._sparse_dims = {}   # index -> sparse_dim of this step's sparse gradient here
+        self._plan_step()
+        self._inflight = []  # (request, [(index, wire tensor, fired here)])
+
+    def _plan_step(self):
+        out = set(self._skip) | set(self._sparse)
+        self._step_buckets = [m for m in ([i for i in b if i not in out] for b in self._buckets) if m]
         self._bucket_of = {i: b for b, members in enumerate(self._step_buckets) for i in members}
         self._missing = [len(b) for b in self._step_buckets]
         self._next_bucket = 0
-        self._inflight = []  # (request, [(index, wire tensor, fired here)])
 
     def _register_hooks(self):
         for i, p in enumerate(self._params):
@@ -159,13 +182,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 "backward_passes_per_step to accumulate gradients locally")
         p = self._params[i]
         if p.grad is not None and p.grad.is_sparse:
-            if not self._sparse_as_dense:
-                raise ValueError(f"parameter {self._names[i]!r} has a sparse gradient; gj reduces dense "
-                                 "tensors only: pass sparse_as_dense=True to DistributedOptimizer")
-            p.grad = p.grad.to_dense()
+            self._sparse_dims[i] = p.grad.sparse_dim()
+            if self._sparse_as_dense or (not self._probing and i in self._bucket_of):
+                # Its bucket carries it (sparse_as_dense, or planned before it turned sparse);
+                # synchronize makes the result sparse again.
+                p.grad = p.grad.to_dense()
         self._counts[i] += 1
         if p.grad is not None:
             self._grad_streams[i] = _streams.current(p.grad)
+        if self._probing:
+            return
         if self._counts[i] == self.backward_passes_per_step:
             b = self._bucket_of.get(i)
             if b is None:  # skipped this step: reduced at synchronize if any rank has it
@@ -188,6 +214,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             p = self._params[i]
             fired = self._fired_here(i)
             if fired:
+                if p.grad.is_sparse:  # set without a hook: its bucket carries it dense
+                    self._sparse_dims[i] = p.grad.sparse_dim()
+                    p.grad = p.grad.to_dense()
                 wire, _ = self._compression.compress(p.grad)
                 wire = wire.contiguous()
             else:
@@ -210,6 +239,31 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         _streams.keep_alive(wires, issue_stream)
         self._inflight.append((req, items))
 
+    def _local_sparse_dim(self, i):
+        """sparse_dim of this step's gradient of parameter i here, 0 when dense or none."""
+        p = self._params[i]
+        if not self._fired_here(i):
+            return 0
+        if i in self._sparse_dims:
+            return self._sparse_dims[i]
+        return p.grad.sparse_dim() if p.grad.is_sparse else 0
+
+    def _sparse_reduce_async(self, i, sparse_dim):
+        """Horovod's reduction of a sparse gradient: sparse_allreduce_async of this rank's
+        gradient (an empty one when it has none, a dense one made sparse), uncompressed."""
+        p = self._params[i]
+        g = p.grad if self._fired_here(i) else None
+        if g is None:
+            g = torch.sparse_coo_tensor(torch.zeros((sparse_dim, 0), dtype=torch.int64, device=p.device),
+                                        torch.zeros((0,) + tuple(p.shape[sparse_dim:]), dtype=p.dtype,
+                                                    device=p.device), p.shape)
+        elif not g.is_sparse:
+            g = g.to_sparse(sparse_dim)
+        elif g.sparse_dim() != sparse_dim:  # another rank's gradient has more sparse dimensions
+            g = g.to_dense().to_sparse(sparse_dim)
+        _streams.order_after(_streams.current(p), [self._grad_streams.get(i)])
+        return mpi_ops.sparse_allreduce_async(g, name=self._names[i], op=self.op, process_set=self.process_set)
+
     # ---- public API ----------------------------------------------------------------------
     def synchronize(self):
         """Issues the buckets not issued yet and waits for every reduction; afterwards each
@@ -218,24 +272,40 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._synchronized = True
             return
         with self._lock:
-            while self._next_bucket < len(self._step_buckets):
-                self._issue(self._step_buckets[self._next_bucket])
-                self._next_bucket += 1
-            fired = torch.tensor([1 if self._fired_here(i) else 0 for i in range(len(self._params))] or [0],
-                                 dtype=torch.uint8)
+            n = len(self._params)
+            if not self._probing:
+                while self._next_bucket < len(self._step_buckets):
+                    self._issue(self._step_buckets[self._next_bucket])
+                    self._next_bucket += 1
+            # One small request: whether each parameter got a gradient here, then the
+            # sparse_dim of its gradient (0: dense); MAX makes both "on some rank".
+            flags = torch.tensor([1 if self._fired_here(i) else 0 for i in range(n)] +
+                                 [self._local_sparse_dim(i) for i in range(n)] or [0], dtype=torch.uint8)
             try:
-                flag_req = self._comm.allreduce(ptr(fired), ptr(fired), fired.numel(), _lib.UINT8, _lib.MAX,
+                flag_req = self._comm.allreduce(ptr(flags), ptr(flags), flags.numel(), _lib.UINT8, _lib.MAX,
                                                 nonblocking=True)
                 with _basics.waiting("DistributedOptimizer.synchronize"):
                     flag_req.wait()
-                late = [i for i in sorted(self._skip, reverse=True) if fired[i]]
+                fired, sparse_dim = flags[:n].tolist(), flags[n:].tolist()
+                if self._probing:
+                    self._skip = frozenset(i for i in range(n) if not fired[i])
+                    self._sparse = {i: d for i, d in enumerate(sparse_dim) if d}
+                    self._plan_step()
+                    for members in self._step_buckets:
+                        self._issue(members)
+                # Outside the step's buckets: a gradient on some rank is reduced now, sparsely
+                # when it is sparse on some rank.
+                rest = [i for i in range(n) if fired[i] and i not in self._bucket_of]
                 by_kind = {}
-                for i in late:
-                    by_kind.setdefault(self._kinds[i], []).append(i)
+                for i in sorted(rest, reverse=True):
+                    if not sparse_dim[i]:
+                        by_kind.setdefault(self._kinds[i], []).append(i)
                 for members in by_kind.values():
                     self._issue(members)
+                sparse_waits = [(i, self._sparse_reduce_async(i, sparse_dim[i])) for i in rest if sparse_dim[i]]
                 for req, _ in self._inflight:
                     req.wait()
+                sparse_results = [(i, wait()) for i, wait in sparse_waits]
             except GjError as e:
                 self._reset_step()
                 raise HorovodInternalError.wrap(e) from None
@@ -247,11 +317,19 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                             p.grad.copy_(wire)
                     elif fired[i]:
                         g = wire.to(p.dtype)
-                        if p.grad is None:
+                        if p.grad is None or p.grad.is_sparse:
                             p.grad = g
                         else:
                             p.grad.copy_(g)
-            self._skip = frozenset(i for i in range(len(self._params)) if not fired[i])
+                    if fired[i] and sparse_dim[i]:  # reduced dense: sparse again, as it came
+                        p.grad = p.grad.to_sparse(sparse_dim[i])
+            for i, reduced in sparse_results:
+                self._params[i].grad = reduced
+            self._skip = frozenset(i for i in range(n) if not fired[i])
+            if not self._sparse_as_dense:
+                self._sparse = {**{i: d for i, d in self._sparse.items() if not fired[i]},
+                                **{i: d for i, d in enumerate(sparse_dim) if d}}
+            self._probing = False
             self._reset_step()
             self._register_hooks()
             self._synchronized = True
