@@ -7,7 +7,8 @@ map: run with HOROVOD_FUSION_THRESHOLD=1024 (and GJ_COLL_FUSION_BYTES=1K: the sa
   appear, and rank 0 alone prints one line naming exactly the three not honoured.
 conflict: run with HOROVOD_FUSION_THRESHOLD=1024 and GJ_TORCH_BUCKET_BYTES=4096: init() raises
   ValueError naming both values on every rank (and for HOROVOD_HIERARCHICAL_ALLREDUCE=1 against
-  GJ_COLL_HIERARCHICAL=0); with the GJ_ setting removed, init() succeeds and the plan follows
+  GJ_COLL_HIERARCHICAL=0), and with the conflict on rank 1 only (rank 1 names it, rank 0 names
+  rank 1); with the GJ_ setting removed, init() succeeds and the plan follows
   HOROVOD_FUSION_THRESHOLD.
 """
 
@@ -92,6 +93,14 @@ def check_conflict():
     os.environ.update(HOROVOD_HIERARCHICAL_ALLREDUCE="1", GJ_COLL_HIERARCHICAL="0")
     refused(("HOROVOD_HIERARCHICAL_ALLREDUCE='1'", "GJ_COLL_HIERARCHICAL='0'"))
     del os.environ["GJ_COLL_HIERARCHICAL"]
+    # A conflict on one rank only: that rank names it, every other names that rank; none waits.
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
+    if rank == 1:
+        os.environ["GJ_TORCH_BUCKET_BYTES"] = "4096"
+        refused(("HOROVOD_FUSION_THRESHOLD='1024'", "GJ_TORCH_BUCKET_BYTES='4096'"))
+        del os.environ["GJ_TORCH_BUCKET_BYTES"]
+    else:
+        refused(("settings of rank(s) [1] were refused",))
     hvd.init()
     if model_buckets() != [[3, 2, 1], [0]]:
         fail("after the conflicts were removed the plan does not follow HOROVOD_FUSION_THRESHOLD")

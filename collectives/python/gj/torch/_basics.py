@@ -44,10 +44,17 @@ def init(comm=None, process_sets=None):
         if process_sets.lower() != "dynamic":
             raise ValueError(f"init(process_sets={process_sets!r}): pass a list of ProcessSets or \"dynamic\"")
         process_sets = None
-    # Before the library reads its GJ_COLL_* settings.
-    unhonoured = _horovod_env.apply()
-    check_seconds = _stall.apply()
-    _world = _core.Comm.world()
+    # Before the library reads its GJ_COLL_* settings. A refused setting on one rank is
+    # refused on every rank (after the communicator exists to tell them), so none waits.
+    try:
+        unhonoured = _horovod_env.apply()
+        check_seconds = _stall.apply()
+        refused = None
+    except ValueError as e:
+        unhonoured, check_seconds, refused = [], None, e
+    world = _core.Comm.world()
+    _refuse_on_every_rank(world, refused)
+    _world = world
     _horovod_env.report(unhonoured, _world.rank)
     stall_watch = _stall.Watch(check_seconds, _world.rank)
     _process_sets.reset(_world)
@@ -56,6 +63,22 @@ def init(comm=None, process_sets=None):
         add_process_set(ps)
     from . import timeline
     timeline.start_from_environment()
+
+
+def _refuse_on_every_rank(world, refused):
+    """Raises refused here, and a ValueError naming the refusing ranks on the others, when
+    any rank's settings were refused; the communicator is destroyed first."""
+    flags = (ctypes.c_int32 * world.size)()
+    mine = ctypes.c_int32(1 if refused is not None else 0)
+    world.allgatherv(ctypes.addressof(mine), ctypes.addressof(flags), [1] * world.size, _lib.INT32)
+    ranks = [r for r in range(world.size) if flags[r]]
+    if not ranks:
+        return
+    world.destroy()
+    if refused is not None:
+        raise refused
+    raise ValueError(f"init: the HOROVOD_*/GJ_* settings of rank(s) {describe_ranks(ranks)} were refused "
+                     "(their own error names the variable); every rank refuses to start")
 
 
 def _cross_rank_size(world):
