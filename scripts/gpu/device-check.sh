@@ -22,9 +22,9 @@
 #                    `mpiexec -np 1 python3 -m pytest tests/torch -q`), with this script's
 #                    environment (relocated Open MPI, GJ_COLLECTIVES_LIB = the built library)
 #   GJ_DEVICE_LABEL  the ctest label of the device tests that must run and pass (default gpu-real:
-#                    the tests built against the CUDA runtime; tests/gpu/device_check_emulated.sh
-#                    sets gpu, the same tests against the emulation, to run this script end to end
-#                    on a machine without a GPU)
+#                    the tests built against the CUDA runtime; GJ_DEVICE_CHECK_EMULATED=1
+#                    tests/gpu/device_check_here.sh sets gpu, the same tests against the
+#                    emulation, to run this script end to end on a machine without a GPU)
 #   GJ_STEP_TIMEOUT_S  each step's time limit (default 240); the whole fits in the device tool's
 #                    9 minutes with the defaults (unpack ~10 s, configure ~20 s, build ~3 min on 16
 #                    cores, tests ~1 min, bench ~30 s)
@@ -213,7 +213,7 @@ if has test; then
   run_step test-gpu ctest --test-dir "$build" -L "^($device_label|cuda)\$" -E "$exclude" --output-on-failure --timeout 120
   grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$build/test-gpu.log" | tee -a "$report"
   # A skip is not a pass: these must have run and passed.
-  for key in kernels nccl_ops.np1 nccl_capture.np1 nccl_allreduce.np1 nccl_binding_shared.np2; do
+  for key in kernels nccl_ops.np1 nccl_capture.np1 nccl_allreduce.np1 nccl_requests.np1 nccl_binding_shared.np2; do
     grep -Eq "Test +#[0-9]+: $device_label\.${key//./\\.} \.+ +Passed" "$build/test-gpu.log" ||
       { status=1; say "FAIL key device test $device_label.$key did not run and pass"; }
   done

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,9 +46,15 @@ std::vector<float> down(const DeviceBuffer& b, std::size_t n) {
 
 void up(DeviceBuffer& b, const std::vector<float>& v) { b.upload(v.data(), v.size() * sizeof(float)); }
 
-// Polls gjTest until every request is done (each done one is freed and nulled).
-void test_until_done(std::vector<gjRequest_t>& reqs, gjComm_t comm) {
-  for (std::size_t left = reqs.size(); left > 0;) {
+// Polls gjTest until every request is done (each done one is freed and nulled); null entries
+// are requests completed already. gjTest never blocks, so the loop bounds itself: requests still
+// pending after kPollLimit are named and fail the test instead of hanging it.
+void test_until_done(std::vector<gjRequest_t>& reqs, gjComm_t comm, const char* what) {
+  constexpr auto kPollLimit = std::chrono::seconds(60);
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t left = 0;
+  for (gjRequest_t r : reqs) left += r != nullptr ? 1 : 0;
+  while (left > 0) {
     for (gjRequest_t& r : reqs) {
       if (r == nullptr) continue;
       int done = 0;
@@ -56,6 +63,14 @@ void test_until_done(std::vector<gjRequest_t>& reqs, gjComm_t comm) {
         r = nullptr;
         --left;
       }
+    }
+    if (left > 0 && std::chrono::steady_clock::now() - start > kPollLimit) {
+      std::string pending;
+      for (std::size_t i = 0; i < reqs.size(); ++i)
+        if (reqs[i] != nullptr) pending += (pending.empty() ? "#" : ", #") + std::to_string(i);
+      std::fprintf(stderr, "rank %d: FAIL %s: requests %s of %zu still pending after %lld s of gjTest polling\n",
+                   g_rank, what, pending.c_str(), reqs.size(), static_cast<long long>(kPollLimit.count()));
+      std::exit(1);
     }
   }
 }
@@ -81,7 +96,7 @@ void many_allreduces(gjComm_t comm, cudaStream_t s) {
     (k % 2 == 0 ? waited : tested).push_back(r);
   }
   for (auto it = waited.rbegin(); it != waited.rend(); ++it) gj_ok(gjWait(*it), comm, "gjWait");
-  test_until_done(tested, comm);
+  test_until_done(tested, comm, "gjIallReduce requests completed by gjTest");
   const float ranks_sum = static_cast<float>(g_size * (g_size + 1) / 2);
   for (int k = 0; k < kInFlight; ++k) {
     const auto got = down(*bufs[static_cast<std::size_t>(k)], counts[static_cast<std::size_t>(k)]);
@@ -124,8 +139,8 @@ void other_operations(gjComm_t comm, cudaStream_t s) {
         comm, "gjIreduceScatter");
   gj_ok(gjIbroadcast(bbuf.get(), bv.size(), gjFloat32, root, comm, s, &reqs[2]), comm, "gjIbroadcast");
   gj_ok(gjWait(reqs[1]), comm, "gjWait(reduce-scatter)");
-  reqs[1] = nullptr;
-  test_until_done(reqs, comm);
+  reqs[1] = nullptr;  // freed by gjWait: test_until_done polls the other two only
+  test_until_done(reqs, comm, "gjIallGatherV and gjIbroadcast requests");
 
   const auto g = down(grecv, total);
   bool ok = true;

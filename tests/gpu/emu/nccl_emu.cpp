@@ -608,21 +608,12 @@ void run_group(ncclComm* c, const std::vector<PendingOp>& ops) {
   }
 }
 
-ncclResult_t launch_group(ncclComm* c, std::vector<PendingOp> ops) {
-  cudaStream_t stream = ops.front().stream;
-  for (const PendingOp& op : ops) {
-    if (op.stream != stream) {
-      set_error("the emulated NCCL runs a group of one communicator on one stream only");
-      return ncclInvalidUsage;
-    }
-  }
+// Enqueues the group's stream task (on the communicator's device, as the real NCCL does). The
+// caller counted it in c->inflight (from the call on, so finalize and destroy wait for it).
+cudaError_t enqueue_task(ncclComm* c, cudaStream_t stream, std::vector<PendingOp> ops) {
   int previous = 0;
   (void)cudaGetDevice(&previous);
-  (void)cudaSetDevice(c->device);  // NCCL enqueues on the communicator's device, as the real one
-  {
-    std::lock_guard<std::mutex> lock(c->m);
-    ++c->inflight;
-  }
+  (void)cudaSetDevice(c->device);
   const cudaError_t e = gjemu::launch(stream, [c, ops = std::move(ops)] {
     run_group(c, ops);
     std::lock_guard<std::mutex> lock(c->m);
@@ -632,26 +623,57 @@ ncclResult_t launch_group(ncclComm* c, std::vector<PendingOp> ops) {
   (void)cudaSetDevice(previous);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    {
-      std::lock_guard<std::mutex> lock(c->m);
-      --c->inflight;
+    std::lock_guard<std::mutex> lock(c->m);
+    --c->inflight;
+    c->cv.notify_all();
+  }
+  return e;
+}
+
+ncclResult_t launch_group(ncclComm* c, std::vector<PendingOp> ops) {
+  cudaStream_t stream = ops.front().stream;
+  for (const PendingOp& op : ops) {
+    if (op.stream != stream) {
+      set_error("the emulated NCCL runs a group of one communicator on one stream only");
+      return ncclInvalidUsage;
     }
-    set_error("Cuda failure '%s' enqueuing on the stream (a stream of another device than the communicator's?)",
-              cudaGetErrorString(e));
-    return ncclUnhandledCudaError;
   }
   if (!c->blocking && !c->connected_once) {
-    // Connection setup on the first collective: in progress for a moment.
     c->connected_once = true;
     int expected = ncclSuccess;
     if (c->async.compare_exchange_strong(expected, ncclInProgress)) {
-      std::thread([c] {
+      {
+        std::lock_guard<std::mutex> lock(c->m);
+        ++c->inflight;
+      }
+      // Connection setup on the first collective of a nonblocking communicator: the call returns
+      // ncclInProgress before the operation is on the stream, which it reaches only when the
+      // state turns to ncclSuccess. A caller that records an event or enqueues the next kernel
+      // before polling ncclCommGetAsyncError out of ncclInProgress orders it before the
+      // collective (with the real NCCL too), and the tests see it.
+      c->helpers.emplace_back([c, stream, ops = std::move(ops)]() mutable {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        const cudaError_t e = enqueue_task(c, stream, std::move(ops));
+        if (e != cudaSuccess) {
+          comm_fail(c, ncclUnhandledCudaError, std::string("Cuda failure '") + cudaGetErrorString(e) +
+                                                   "' enqueuing the first collective on its stream");
+          return;
+        }
         int in_progress = ncclInProgress;
         c->async.compare_exchange_strong(in_progress, ncclSuccess);
-      }).detach();
+      });
       return ncclInProgress;
     }
+  }
+  {
+    std::lock_guard<std::mutex> lock(c->m);
+    ++c->inflight;
+  }
+  const cudaError_t e = enqueue_task(c, stream, std::move(ops));
+  if (e != cudaSuccess) {
+    set_error("Cuda failure '%s' enqueuing on the stream (a stream of another device than the communicator's?)",
+              cudaGetErrorString(e));
+    return ncclUnhandledCudaError;
   }
   return ncclSuccess;
 }
