@@ -18,8 +18,8 @@ other rank which ranks have joined:
 
 A rank fills only its own slot; a joined rank contributes NEUTRAL (INT64_MIN) everywhere else,
 so the MAX is the other ranks' record. The record has one size per set and one wire form for
-blocking and nonblocking calls alike (a one-tensor grouped allreduce with the library's check
-off: the library runs it as one MPI_Allreduce, queued or inline), so a joined rank, which cannot
+blocking and nonblocking calls alike (one plain allreduce with the library's check off, never
+fused: _issue), so a joined rank, which cannot
 know which call comes next, waits in the same collective as everyone. A blocking call agrees
 before it runs (agree); a nonblocking one issues the agreement as a request of its own
 (Agreement) next to the data request, which the library's own per-request check covers (count,
@@ -69,8 +69,14 @@ class Wire:
         self.device, self.layout = device, [int(x) for x in layout]
 
 
+_NO_WIRE = Wire()
+
+
 def _bits(x):
     return struct.unpack("<q", struct.pack("<d", float(x)))[0]
+
+
+_ONE = _bits(1.0)
 
 
 def _float(bits):
@@ -89,68 +95,87 @@ def kind_of(fields):
     return KINDS.get(f.get("call"), OTHER)
 
 
-def _record(comm, kind, h, nonblocking, wire, slot):
-    vec = (ctypes.c_int64 * (HEADER + comm.size))()
-    ctypes.memset(vec, 0x00, ctypes.sizeof(vec))
-    for r in range(comm.size):
-        vec[HEADER + r] = NEUTRAL
+_STRUCTS = {}
+
+
+def _struct(n):
+    st = _STRUCTS.get(n)
+    if st is None:
+        st = _STRUCTS[n] = struct.Struct(f"<{n}q")
+    return st
+
+
+def _packed(comm, kind, h, nonblocking, wire, slot):
+    """The record's bytes (one struct.pack: this runs on every call)."""
+    n = comm.size
     if kind is None:  # a rank inside join()
-        for i in range(HEADER):
-            vec[i] = NEUTRAL
+        values = [NEUTRAL] * (HEADER + n)
     else:
-        w = wire or Wire()
-        vec[H], vec[NEG_H], vec[KIND], vec[NONBLOCKING] = h, -h, kind, 1 if nonblocking else 0
-        vec[DTYPE], vec[OP], vec[PRE], vec[POST] = w.dtype, w.op, _bits(w.pre), _bits(w.post)
-        vec[ROOT], vec[DEVICE], vec[LAYOUT_LEN] = w.root, 1 if w.device == "cuda" else 0, len(w.layout)
+        w = wire or _NO_WIRE
+        values = [h, -h, kind, 1 if nonblocking else 0, w.dtype, w.op, _ONE if w.pre == 1.0 else _bits(w.pre),
+                  _ONE if w.post == 1.0 else _bits(w.post), w.root, 1 if w.device == "cuda" else 0, len(w.layout)]
         if len(w.layout) <= INLINE:
-            for i, x in enumerate(w.layout):
-                vec[LAYOUT + i] = x
-    vec[HEADER + comm.rank] = slot
-    return vec
+            values += w.layout
+        values += [0] * (HEADER - len(values)) + [NEUTRAL] * n
+    values[HEADER + comm.rank] = slot
+    return _struct(HEADER + n).pack(*values)
+
+
+def _record(comm, kind, h, nonblocking, wire, slot):
+    return (ctypes.c_int64 * (HEADER + comm.size)).from_buffer_copy(_packed(comm, kind, h, nonblocking, wire, slot))
 
 
 def _issue(comm, vec, n, nonblocking, check):
-    """The one wire form of every record (see the module docstring)."""
+    """The one wire form of every record: the library's plain allreduce, one collective whether
+    blocking or not (a nonblocking one is issued with the fusion threshold at 0, so the library's
+    queue neither fuses it nor agrees on fusing first: the blocking call's collective)."""
     comm.set_check(check)
     addr = ctypes.addressof(vec)
-    return comm.grouped_allreduce([addr], [addr], [n], _lib.INT64, _lib.MAX, nonblocking=nonblocking)
+    if not nonblocking:
+        return comm.allreduce(addr, addr, n, _lib.INT64, _lib.MAX)
+    threshold = comm.fusion_threshold
+    comm.fusion_threshold = 0
+    try:
+        return comm.allreduce(addr, addr, n, _lib.INT64, _lib.MAX, nonblocking=True)
+    finally:
+        comm.fusion_threshold = threshold
 
 
 class Outcome:
     """A completed record, decoded."""
 
-    __slots__ = ("vec", "size")
+    __slots__ = ("v", "size")
 
     def __init__(self, vec, size):
-        self.vec, self.size = vec, size
+        self.v, self.size = _struct(len(vec)).unpack_from(vec), size
 
     @property
     def kind(self):
-        return 0 if self.vec[H] == NEUTRAL else self.vec[KIND]
+        return 0 if self.v[H] == NEUTRAL else self.v[KIND]
 
     def joined(self):
         """The set ranks inside join() (slot < 0)."""
-        return [r for r in range(self.size) if self.vec[HEADER + r] < 0]
+        return [r for r, x in enumerate(self.v[HEADER:]) if x < 0]
 
     def joining(self):
-        return [r for r in range(self.size) if self.vec[HEADER + r] == JOINING]
+        return [r for r, x in enumerate(self.v[HEADER:]) if x == JOINING]
 
     def slots(self):
-        return [self.vec[HEADER + r] for r in range(self.size)]
+        return list(self.v[HEADER:])
 
     def agreed(self):
-        return self.vec[H] != NEUTRAL and self.vec[H] == -self.vec[NEG_H]
+        return self.v[H] != NEUTRAL and self.v[H] == -self.v[NEG_H]
 
     def nonblocking(self):
-        return self.vec[NONBLOCKING] == 1
+        return self.v[NONBLOCKING] == 1
 
     def layout_len(self):
-        return self.vec[LAYOUT_LEN]
+        return self.v[LAYOUT_LEN]
 
     def wire(self, layout=None):
-        v = self.vec
+        v = self.v
         if layout is None:
-            layout = [v[LAYOUT + i] for i in range(min(v[LAYOUT_LEN], INLINE))]
+            layout = v[LAYOUT:LAYOUT + min(v[LAYOUT_LEN], INLINE)]
         return Wire(v[DTYPE], v[OP], _float(v[PRE]), _float(v[POST]), v[ROOT], "cuda" if v[DEVICE] else "cpu",
                     layout)
 
@@ -176,7 +201,7 @@ def _refusal(what, kind, joined):
 
 
 def _check(outcome, h, what, fields, rank, kind):
-    if outcome.vec[H] != h or outcome.vec[NEG_H] != -h:
+    if outcome.v[H] != h or outcome.v[NEG_H] != -h:
         raise HorovodInternalError.disagreement(what, _disagree(what, rank, fields))
     joined = outcome.joined()
     if joined and kind not in WITH_JOINED:
@@ -208,6 +233,18 @@ def agree(comm, what, fields, rows=None, wire=None, kind=None):
     return outcome.slots()
 
 
+class Template:
+    """A nonblocking record's constant part: kind, signed fields, hash and bytes."""
+
+    __slots__ = ("kind", "fields", "h", "packed")
+
+    def __init__(self, comm, fields, wire=None, kind=None):
+        self.kind = kind_of(fields) if kind is None else kind
+        self.fields = _signed(fields, True)
+        self.h = _digest(self.fields)
+        self.packed = _packed(comm, self.kind, self.h, True, wire, 0)
+
+
 class Agreement:
     """A nonblocking agree(): the record as a request (with the layout's own record when the
     layout is long), completed like a Request; test() and wait() raise the agree()
@@ -215,11 +252,13 @@ class Agreement:
 
     __slots__ = ("_reqs", "_vec", "_layout", "_h", "_what", "_fields", "_rank", "_size", "_kind", "_checked")
 
-    def __init__(self, comm, what, fields, wire=None, kind=None):
-        self._kind = kind_of(fields) if kind is None else kind
-        self._fields = _signed(fields, True)
-        self._h, self._what, self._rank, self._size = _digest(self._fields), what, comm.rank, comm.size
-        self._vec = _record(comm, self._kind, self._h, True, wire, 0)
+    def __init__(self, comm, what, fields, wire=None, kind=None, template=None):
+        """template: a Template of these arguments (a call made every step)."""
+        if template is None:
+            template = Template(comm, fields, wire, kind)
+        self._kind, self._fields, self._h = template.kind, template.fields, template.h
+        self._what, self._rank, self._size = what, comm.rank, comm.size
+        self._vec = (ctypes.c_int64 * (HEADER + comm.size)).from_buffer_copy(template.packed)
         self._reqs = [_issue(comm, self._vec, HEADER + comm.size, True, False)]
         self._layout = None
         if wire is not None and len(wire.layout) > INLINE:

@@ -42,6 +42,7 @@ def register_optimizer(opt):
     """Called at the end of DistributedOptimizer's construction (collective over its set)."""
     opt._gj_join_step = None
     opt._gj_join_index = None
+    opt._gj_join_template = None
     ps = getattr(opt, "process_set", None)
     if getattr(opt, "_comm", None) is None or ps is None or ps.process_set_id != 0:
         return  # join is over the global process set only
@@ -54,10 +55,12 @@ def announce_step(opt):
     idx = getattr(opt, "_gj_join_index", None)
     if idx is None or _mirroring or opt._gj_join_step is not None:
         return
-    what = "DistributedOptimizer.step"
+    template = opt._gj_join_template
+    if template is None:
+        template = opt._gj_join_template = _a.Template(opt._comm, (("call", "optimizer_step"), ("optimizer", idx)),
+                                                       _a.Wire(layout=[idx]), _a.OPTIMIZER_STEP)
     with _timeline.negotiation():
-        opt._gj_join_step = translated(_a.Agreement, opt._comm, what, (("call", "optimizer_step"), ("optimizer", idx)),
-                                       _a.Wire(layout=[idx]), _a.OPTIMIZER_STEP)
+        opt._gj_join_step = translated(_a.Agreement, opt._comm, "DistributedOptimizer.step", None, template=template)
 
 
 def finish_step(opt, failing=False):
