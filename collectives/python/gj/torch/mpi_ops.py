@@ -21,7 +21,7 @@ import torch
 from .. import _lib
 from . import _basics, _streams
 from . import timeline as _timeline
-from ._agreement import agree, start as _start
+from ._agreement import Wire, agree, start as _start
 from ._basics import global_process_set, waiting
 from ._handles import _claim_name, _handles, _new_handle, _pop, poll, synchronize  # noqa: F401 (poll: API)
 from ._tensor import check_tensor, ptr, require_contiguous, same_device, stream
@@ -96,7 +96,8 @@ def _allreduce_async(tensor, output, op, prescale, postscale, process_set, what,
         return comm.allreduce(ptr(tensor), ptr(output), tensor.numel(), code, _GJ_OPS[op], prescale,
                               postscale, stream(tensor), nonblocking=nb)
 
-    reqs = _start(comm, what, fields, run, asynchronous)
+    wire = Wire(code, _GJ_OPS[op], prescale, postscale, device=tensor.device.type, layout=[tensor.numel()])
+    reqs = _start(comm, what, fields, run, asynchronous, wire)
     _streams.keep_alive([tensor, output], _streams.current(tensor))
     return _new_handle(reqs, lambda: output, (tensor, output), key)
 
@@ -191,7 +192,9 @@ def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchron
                                        stream(tensors[idx[0]]), nonblocking=nb)
                 for c, idx in by_dtype.items()]
 
-    reqs = _start(comm, what, fields, run, asynchronous)
+    layout = [x for c, idx in by_dtype.items() for x in [c, len(idx)] + [tensors[i].numel() for i in idx]]
+    wire = Wire(op=_GJ_OPS[op], pre=pre, post=post, device=tensors[0].device.type, layout=layout)
+    reqs = _start(comm, what, fields, run, asynchronous, wire)
     _streams.keep_alive(tensors + outputs, _streams.current(tensors[0]))
     return _new_handle(reqs, lambda: outputs, (tensors, outputs), key)
 
@@ -266,7 +269,8 @@ def _broadcast_async(tensor, output, root_rank, process_set, what, asynchronous=
         return comm.broadcast(ptr(output), output.numel() * output.element_size(), _lib.UINT8, root,
                               stream(output), nonblocking=nb)
 
-    reqs = _start(comm, what, fields, run, asynchronous)
+    wire = Wire(_lib.UINT8, root=root, device=output.device.type, layout=[output.numel() * output.element_size()])
+    reqs = _start(comm, what, fields, run, asynchronous, wire)
     _streams.keep_alive([tensor, output], _streams.current(output))
     return _new_handle(reqs, lambda: output, (tensor, output), key)
 
@@ -491,7 +495,8 @@ def _reducescatter_async(tensor, op, pre, post, process_set, what, asynchronous=
         return comm.reducescatter(ptr(tensor), ptr(out), [r * row for r in rows], code, _GJ_OPS[op], pre,
                                   post, stream(tensor), nonblocking=nb)
 
-    reqs = _start(comm, what, fields, run, asynchronous)
+    wire = Wire(code, _GJ_OPS[op], pre, post, device=tensor.device.type, layout=[tensor.shape[0], row])
+    reqs = _start(comm, what, fields, run, asynchronous, wire)
     _streams.keep_alive([tensor, out], _streams.current(tensor))
     return _new_handle(reqs, lambda: out, (tensor, out), key)
 
@@ -590,13 +595,24 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=A
 
 # ---- barrier, join ---------------------------------------------------------------------------
 def barrier(process_set=global_process_set):
-    """Returns when every rank of the set has reached it (after its earlier collectives)."""
+    """Returns when every rank of the set has reached it (after its earlier collectives); a rank
+    inside join() takes part."""
     comm = _comm(process_set, "barrier")
-    comm.set_check(False)
+    agree(comm, "barrier", (("call", "barrier"),))
     with waiting("barrier"):
         _call(comm.barrier)
 
 
 def join(device=-1):
-    raise NotImplementedError("join: gj has no join (uneven inputs) support; give every rank the same "
-                              "number of steps (e.g. DistributedSampler(drop_last=True))")
+    """Horovod's uneven inputs: this rank has no more data. Until every rank has called join(),
+    it takes part in the global process set's allreduces (grouped ones and DistributedOptimizer
+    steps included) with zeros - Average still divides by the set's size - and in its barriers;
+    allgather, broadcast, alltoall, reducescatter and Adasum raise HorovodInternalError on the
+    other ranks meanwhile. Returns the last rank to join, the same on every rank. device: where
+    the zero tensors of CUDA collectives go (-1: the current device)."""
+    return _join.join(device)
+
+
+from . import _join  # noqa: E402  (it imports optimizer, which imports this module)
+from . import optimizer as _optimizer  # noqa: E402
+_join.install_optimizer_hooks(_optimizer._DistributedOptimizer)
