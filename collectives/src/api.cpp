@@ -22,7 +22,6 @@
 #include "gj/collectives.h"
 #include "grouped.h"
 #include "mpi/mpi_check.h"
-#include "mpi/rendezvous.h"
 #include "registry.h"
 #include "requests.h"
 #include "validate.h"
@@ -676,23 +675,6 @@ gjResult_t gjBarrier(gjComm_t comm) {
   static constexpr const char* call = "gjBarrier";
   return blocking_call(call, comm, [&](gjComm* c, gjRequest_t* r) {
     barrier(call, c, r);
-  });
-}
-
-gjResult_t gjRendezvous(gjComm_t comm) {
-  static constexpr const char* call = "gjRendezvous";
-  return guarded(call, comm, [&] {
-    gjComm* c = live(call, comm);
-    if (c->rendezvous_broken) {
-      throw Error(gjInvalidUsage, std::string(call) + ": an earlier gjRendezvous of this communicator timed out; "
-                                                      "destroy it and create a new one");
-    }
-    try {
-      gj::rendezvous(c->rendezvous, c->config.timeout_ms, call);
-    } catch (const Error& e) {
-      if (e.code() == gjTimeout) c->rendezvous_broken = true;
-      throw;
-    }
   });
 }
 

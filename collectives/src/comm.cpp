@@ -158,7 +158,6 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
   try {
     const int cpus = cpus_of_this_process();
     const bool patient = set_up(*c, cpus);
-    mpi_check(MPI_Comm_dup(c->mpi, &c->rendezvous), "MPI_Comm_dup(rendezvous)");
     mpi_check(MPI_Query_thread(&c->thread_level), "MPI_Query_thread");
     c->queue = std::make_unique<HostQueue>(c->mpi, *c->host, c->thread_level, patient, c->config.timeout_ms);
     log(c->config, LogLevel::Info, c->rank,
@@ -167,7 +166,6 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
   } catch (...) {
     c->device.reset();
     c->host.reset();
-    if (c->rendezvous != MPI_COMM_NULL) MPI_Comm_free(&c->rendezvous);
     MPI_Comm_free(&c->mpi);
     throw;
   }
@@ -178,7 +176,6 @@ void destroy_comm(std::unique_ptr<gjComm> c) {
   c->queue.reset();  // every queued request runs first
   c->device.reset();
   c->host.reset();
-  if (!c->rendezvous_broken) mpi_check(MPI_Comm_free(&c->rendezvous), "MPI_Comm_free(rendezvous)");
   mpi_check(MPI_Comm_free(&c->mpi), "MPI_Comm_free");
 }
 
@@ -189,7 +186,7 @@ void abort_comm(std::unique_ptr<gjComm> c) noexcept {
   c->queue.reset();
   c->device.reset();
   c->host.reset();
-  // c->mpi and c->rendezvous are deliberately leaked; see comm.h.
+  // c->mpi is deliberately leaked; see comm.h.
 }
 
 }  // namespace gj

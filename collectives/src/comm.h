@@ -14,10 +14,6 @@
 
 struct gjComm {
   MPI_Comm mpi = MPI_COMM_NULL;  // our duplicate, MPI_ERRORS_RETURN
-  // A second duplicate, only for gjRendezvous: outside the queue's call order on `mpi`, so
-  // it meets the peers' rendezvous whatever requests each rank has in flight.
-  MPI_Comm rendezvous = MPI_COMM_NULL;
-  bool rendezvous_broken = false;  // one timed out: its MPI_Ibarrier is still pending
   int rank = 0;
   int size = 1;
   int local_rank = 0;

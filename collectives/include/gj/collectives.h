@@ -209,12 +209,6 @@ gjResult_t gjAllReduceAdasum(const void* sendbuff, void* recvbuff, size_t count,
                              gjComm_t comm);
 /* Host-side barrier over the communicator (waits for this communicator's queued requests). */
 gjResult_t gjBarrier(gjComm_t comm);
-/* Returns once every rank of the communicator has called it (Horovod's barrier). Unlike
- * gjBarrier it neither waits for this rank's queued or running requests nor takes a place in
- * the communicator's call order: it meets the peers' gjRendezvous whatever each rank has in
- * flight (it runs on a duplicate MPI communicator of its own). Host-side; gjTimeout after
- * GJ_COLL_TIMEOUT_MS without every rank (later calls then fail with gjInvalidUsage). */
-gjResult_t gjRendezvous(gjComm_t comm);
 
 /* --- Sub-communicators -------------------------------------------------------------------- */
 /* Collective over comm: ranks passing the same color >= 0 form a new communicator, ordered by

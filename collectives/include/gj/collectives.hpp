@@ -279,8 +279,6 @@ class Communicator {
     allreduce_adasum(send, recv, count, dtype_of_v<T>);
   }
   void barrier() { check(gjBarrier(comm_), comm_); }
-  // Every rank has called it, whatever each has in flight (gjRendezvous).
-  void rendezvous() { check(gjRendezvous(comm_), comm_); }
   // Collective; ranks with color < 0 get an empty Communicator.
   Communicator split(int color, int key) const {
     gjComm_t c = nullptr;

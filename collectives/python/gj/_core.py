@@ -179,10 +179,6 @@ class Comm:
             return self._start("gjIbarrier", self._live_handle())
         self._run("gjBarrier", self._live_handle())
 
-    def rendezvous(self):
-        """Returns once every rank has called it, whatever each rank has in flight (gjRendezvous)."""
-        self._run("gjRendezvous", self._live_handle())
-
     def split(self, color, key):
         """Collective over this communicator: a new Comm of the ranks with the same color >= 0,
         ordered by key; None where color < 0."""

@@ -88,7 +88,6 @@ SIGNATURES = {
     "gjAllGatherV": (_int, [_ptr, _ptr, _sizes, _int, _ptr, _ptr]),
     "gjReduceScatter": (_int, [_ptr, _ptr, _sizes, _int, _int, _double, _double, _ptr, _ptr]),
     "gjBarrier": (_int, [_ptr]),
-    "gjRendezvous": (_int, [_ptr]),
     "gjAllToAllV": (_int, [_ptr, _sizes, _ptr, _sizes, _int, _ptr, _ptr]),
     "gjIallToAllV": (_int, [_ptr, _sizes, _ptr, _sizes, _int, _ptr, _ptr, _ptrs]),
     "gjAllReduceAdasum": (_int, [_ptr, _ptr, _size, _int, _ptr]),

@@ -1,4 +1,4 @@
-// Barrier, rendezvous (a request in flight on one rank only), sub-communicators (gjCommSplit: even/odd ranks, a rank left out, key order) and
+// Barrier, sub-communicators (gjCommSplit: even/odd ranks, a rank left out, key order) and
 // the build capability bits.
 #include <mpi.h>
 
@@ -14,25 +14,6 @@ namespace gjt {
 void run_split_cases(Ctx& ctx) {
   const Failure F = kSplit;
   expect_ok(ctx, F, "barrier", gjBarrier(ctx.comm), ctx.comm);
-
-  // Horovod's barrier: rank 0 has an allreduce in flight that its peers issue only after the
-  // rendezvous. gjBarrier would wait for that request (a deadlock); gjRendezvous meets them.
-  std::int64_t early = ctx.rank + 1;
-  gjRequest_t pending = nullptr;
-  if (ctx.rank == 0) {
-    expect_ok(ctx, F, "allreduce before rendezvous",
-              gjIallReduce(&early, &early, 1, gjInt64, gjSum, 1, 1, ctx.comm, nullptr, &pending), ctx.comm);
-  }
-  expect_ok(ctx, F, "rendezvous", gjRendezvous(ctx.comm), ctx.comm);
-  if (ctx.rank != 0) {
-    expect_ok(ctx, F, "allreduce after rendezvous",
-              gjIallReduce(&early, &early, 1, gjInt64, gjSum, 1, 1, ctx.comm, nullptr, &pending), ctx.comm);
-  }
-  if (pending != nullptr) expect_ok(ctx, F, "wait across the rendezvous", gjWait(pending));
-  if (early != static_cast<std::int64_t>(ctx.size) * (ctx.size + 1) / 2) {
-    ctx.fail(F, "allreduce across a rendezvous: " + std::to_string(early));
-  }
-  if (gjRendezvous(nullptr) != gjInvalidUsage) ctx.fail(F, "gjRendezvous(NULL) accepted");
 
   // Even and odd ranks, ordered by descending world rank (key = -rank).
   gjComm_t half = nullptr;

@@ -38,6 +38,9 @@ _mirroring = False    # this rank runs a step for a joined rank: no announcement
 
 
 # ---- DistributedOptimizer steps -------------------------------------------------------------
+# DistributedOptimizer calls these: register_optimizer at the end of its construction,
+# announce_step before a step's first request (_issue, synchronize), finish_step after
+# synchronize.
 def register_optimizer(opt):
     """Called at the end of DistributedOptimizer's construction (collective over its set)."""
     opt._gj_join_step = None
@@ -74,40 +77,6 @@ def finish_step(opt, failing=False):
     except Exception:
         if not failing:
             raise
-
-
-def install_optimizer_hooks(cls):
-    """Wraps DistributedOptimizer's construction, bucket issue and synchronize() with the step
-    announcement above (the class is copied per wrapped optimizer class, after this runs)."""
-    if getattr(cls, "_gj_join_aware", False):
-        return
-    init, issue, sync = cls.__init__, cls._issue, cls.synchronize
-
-    def __init__(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        register_optimizer(self)
-
-    def _issue(self, members):
-        announce_step(self)
-        return issue(self, members)
-
-    def synchronize(self):
-        if getattr(self, "_gj_join_index", None) is None:
-            return sync(self)
-        with self._lock:
-            announce_step(self)
-        try:
-            sync(self)
-        except BaseException:
-            finish_step(self, failing=True)
-            raise
-        finish_step(self)
-
-    for name, fn, orig in (("__init__", __init__, init), ("_issue", _issue, issue),
-                           ("synchronize", synchronize, sync)):
-        fn.__doc__, fn.__name__, fn.__qualname__ = orig.__doc__, orig.__name__, orig.__qualname__
-        setattr(cls, name, fn)
-    cls._gj_join_aware = True
 
 
 def _step_for_joined(index):

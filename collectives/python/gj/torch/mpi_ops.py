@@ -19,7 +19,7 @@ import warnings
 import torch
 
 from .. import _lib
-from . import _basics, _streams
+from . import _basics, _join, _streams
 from . import timeline as _timeline
 from ._agreement import Wire, agree, start as _start
 from ._basics import global_process_set, waiting
@@ -612,7 +612,3 @@ def join(device=-1):
     the zero tensors of CUDA collectives go (-1: the current device)."""
     return _join.join(device)
 
-
-from . import _join  # noqa: E402  (it imports optimizer, which imports this module)
-from . import optimizer as _optimizer  # noqa: E402
-_join.install_optimizer_hooks(_optimizer._DistributedOptimizer)

@@ -37,7 +37,7 @@ import torch
 
 from .. import _lib
 from .._lib import GjError
-from . import _agreement, _basics, _streams, mpi_ops
+from . import _agreement, _basics, _join, _streams, mpi_ops
 from ._basics import global_process_set
 from ._buckets import DEFAULT_BUCKET_BYTES, plan_buckets
 from ._tensor import check_tensor, ptr, stream
@@ -128,6 +128,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._grad_accs = {}
         self._reset_step()
         self._register_hooks()
+        _join.register_optimizer(self)  # a rank inside join() mirrors this optimizer's steps
 
     # ---- planning helpers ----------------------------------------------------------------
     def _wire_dtype(self, p):
@@ -206,6 +207,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return p.grad is not None and (self._counts[i] > 0 or i not in self._grad_accs)
 
     def _issue(self, members):
+        _join.announce_step(self)  # once per step, before its first request
         # The bucket runs on this thread's current stream, after every member's gradient stream.
         issue_stream = _streams.current(self._params[members[0]])
         _streams.order_after(issue_stream, [self._grad_streams.get(i) for i in members])
@@ -271,6 +273,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if self._comm is None:  # a rank outside the process set
             self._synchronized = True
             return
+        with self._lock:
+            _join.announce_step(self)
+        try:
+            self._reduce_all()
+        except BaseException:
+            _join.finish_step(self, failing=True)
+            raise
+        _join.finish_step(self)
+
+    def _reduce_all(self):
         with self._lock:
             n = len(self._params)
             if not self._probing:
