@@ -171,7 +171,7 @@ def test_errors(world):
         return
     with pytest.raises(TypeError, match="floating"):
         hvd.allreduce(torch.ones(3, dtype=torch.int32), op=hvd.Adasum)
-    with pytest.raises(ValueError, match="reducescatter: op=Adasum .* allreduce and grouped_allreduce only"):
+    with pytest.raises(hvd.HorovodInternalError, match="reducescatter.*op=Adasum .* allreduce and grouped_allreduce only"):
         hvd.reducescatter(torch.ones(4 * n), op=hvd.Adasum)
     opt = hvd.DistributedOptimizer(torch.optim.SGD(_model().parameters(), lr=0.1), op=hvd.Adasum)
     with pytest.raises(AssertionError, match="skip_synchronize"):

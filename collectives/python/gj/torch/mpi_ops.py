@@ -26,7 +26,7 @@ from ._basics import global_process_set, waiting
 from ._handles import _claim_name, _handles, _new_handle, _pop, poll, synchronize  # noqa: F401 (poll: API)
 from ._tensor import check_tensor, ptr, require_contiguous, same_device, stream
 from .compression import Compression
-from .exceptions import translated as _call
+from .exceptions import HorovodInternalError, translated as _call
 
 # Horovod's ReduceOp values.
 Average, Sum, Adasum, Min, Max, Product = 0, 1, 2, 3, 4, 5
@@ -47,8 +47,10 @@ def resolve_op(op, average, what):
     if op == Adasum:
         if what.startswith(("allreduce", "grouped_allreduce")):
             return op  # gj/torch/adasum.py
-        raise ValueError(f"{what}: op=Adasum combines whole tensors and is supported by allreduce and "
-                         "grouped_allreduce only (as Horovod); use op=Average or op=Sum")
+        # Horovod's core refuses it (a HorovodInternalError), not its Python argument checks.
+        raise HorovodInternalError.disagreement(
+            what, f"op=Adasum combines whole tensors and is supported by allreduce and grouped_allreduce "
+            "only (as Horovod); use op=Average or op=Sum")
     if op not in _GJ_OPS:
         raise ValueError(f"{what}: op={op!r} is not one of {', '.join(_OP_NAMES[o] for o in _GJ_OPS)}")
     return op
