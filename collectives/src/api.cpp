@@ -129,7 +129,7 @@ void issue(gjComm* c, const Target& t, gj::Work w, Body&& body, gjRequest_t* req
   }
   t.backend->check_completion_stream(stream);
   c->queue->run_blocking(w, body);
-  *request = gj::requests::make_device(c, *t.backend, t.backend->record_completion(stream));
+  *request = gj::requests::make_polled(c, *t.backend, t.backend->record_completion(stream));
 }
 
 // A C caller's out-of-range enum must not be loaded as the C++ enum (undefined behaviour):
@@ -303,6 +303,43 @@ void allgatherv_checked(const char* call, gjComm* c, const void* sendbuff, void*
   gj::validate::rank_counts(call, "recvcounts", recvcounts, c->size, dtype);
   allgatherv(call, c, sendbuff, recvbuff, std::vector<std::size_t>(recvcounts, recvcounts + c->size), dtype, stream,
              request);
+}
+
+// An allgather whose receive side is planned when it runs: host buffers only (the plan runs on
+// the progress thread, which enqueues nothing on a caller's stream).
+void allgatherv_late(const char* call, gjComm* c, const void* sendbuff, std::size_t sendcount, gjDataType_t dtype,
+                     gjRecvPlan_t plan, void* arg, gjRequest_t* request) {
+  gj::validate::dtype(call, gj::enum_bits(dtype));
+  gj::validate::bytes(call, "sendcount", sendcount, dtype);
+  gj::validate::buffer(call, "sendbuff", sendbuff, sendcount);
+  if (plan == nullptr) throw Error(gjInvalidArgument, std::string(call) + ": plan=NULL");
+  const void* buffers[] = {sendcount > 0 ? sendbuff : nullptr};
+  const char* names[] = {"sendbuff"};
+  const Target t = target_of(c, call, buffers, names, 1);
+  if (t.device) {
+    throw Error(gjUnsupported, std::string(call) + ": sendbuff is device memory; the receive plan runs on the "
+                                                   "progress thread, for host buffers only (use gjIallGatherV)");
+  }
+  gj::Work w = work_for(call, c, gj::Kind::AllGather, 0, dtype);  // the counts are the plan's
+  gj::Backend* b = t.backend;
+  const int rank = c->rank;
+  const auto size = static_cast<std::size_t>(c->size);
+  w.body = [=] {
+    std::vector<std::size_t> counts(size, 0);
+    void* recvbuff = nullptr;
+    if (plan(arg, counts.data(), &recvbuff) != 0) return;  // skipped on every rank
+    if (counts[static_cast<std::size_t>(rank)] != sendcount) {
+      throw Error(gjInvalidArgument, std::string(call) + ": the receive plan gives this rank (" +
+                                         std::to_string(rank) + ") " +
+                                         std::to_string(counts[static_cast<std::size_t>(rank)]) +
+                                         " elements but sendcount=" + std::to_string(sendcount));
+    }
+    std::size_t total = 0;
+    for (std::size_t n : counts) total += n;
+    gj::validate::buffer(call, "the plan's recvbuff", recvbuff, total);
+    if (total > 0) b->allgatherv(sendbuff, recvbuff, counts.data(), dtype, nullptr);
+  };
+  *request = gj::requests::make_host(c, c->queue->submit(std::move(w)));
 }
 
 void reduce_scatter(const char* call, gjComm* c, const void* sendbuff, void* recvbuff, const std::size_t* recvcounts,
@@ -682,6 +719,37 @@ gjResult_t gjIbarrier(gjComm_t comm, gjRequest_t* request) {
   static constexpr const char* call = "gjIbarrier";
   return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
     barrier(call, c, r);
+  });
+}
+
+gjResult_t gjIallGatherVLate(const void* sendbuff, size_t sendcount, gjDataType_t dtype, gjRecvPlan_t plan,
+                             void* arg, gjComm_t comm, gjRequest_t* request) {
+  static constexpr const char* call = "gjIallGatherVLate";
+  return nonblocking_call(call, comm, request, [&](gjComm* c, gjRequest_t* r) {
+    allgatherv_late(call, c, sendbuff, sendcount, dtype, plan, arg, r);
+  }, dtype);
+}
+
+gjResult_t gjIcontrolMax(int64_t* values, size_t count, gjComm_t comm, gjRequest_t* request) {
+  static constexpr const char* call = "gjIcontrolMax";
+  return guarded(call, comm, [&] {
+    gjComm* c = live(call, comm);
+    gj::validate::out_pointer(call, "request", request);
+    *request = nullptr;
+    constexpr std::size_t kMaxCount = std::size_t{1} << 20;
+    if (count == 0 || count > kMaxCount) {
+      throw Error(gjInvalidArgument, std::string(call) + ": count=" + std::to_string(count) +
+                                         " is out of range; pass 1 to " + std::to_string(kMaxCount) + " values");
+    }
+    if (values == nullptr) throw Error(gjInvalidArgument, std::string(call) + ": values=NULL with count=" +
+                                                              std::to_string(count));
+    if (c->thread_level < MPI_THREAD_MULTIPLE) {
+      throw Error(gjInvalidUsage, std::string(call) + ": the control channel is polled while the progress thread "
+                                                      "runs MPI, which needs MPI initialized with "
+                                                      "MPI_THREAD_MULTIPLE; call MPI_Init_thread with "
+                                                      "MPI_THREAD_MULTIPLE, or let gjCommInitWorld initialize MPI");
+    }
+    *request = gj::requests::make_polled(c, *c->control, c->control->start_max(call, values, count));
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "gj/collectives.h"
+#include "polled.h"
 
 namespace gj {
 
@@ -17,7 +18,7 @@ struct Scale {
   bool identity() const { return pre == 1.0 && post == 1.0; }
 };
 
-class Backend {
+class Backend : public Polled {
  public:
   virtual ~Backend() = default;
   virtual gjBackend_t kind() const = 0;
@@ -85,13 +86,7 @@ class Backend {
     if (kind() == gjBackendNccl) unsupported("nonblocking device operations (completion events)");
     return nullptr;
   }
-  // true once the work behind handle is complete (never blocks); throws the work's
-  // asynchronous error (gj::Error) if it failed.
-  virtual bool completion_done(void* /*handle*/) { return true; }
-  // Blocks until the work behind handle is complete; throws as completion_done.
-  virtual void completion_wait(void* /*handle*/) {}
-  // Frees a handle from record_completion (after done/wait, or to abandon it).
-  virtual void completion_release(void* /*handle*/) noexcept {}
+  // completion_done, completion_wait and completion_release (polled.h) take its handles.
 
   // Error path: stop without waiting for peers. Further calls throw gjInvalidUsage.
   virtual void abort() noexcept = 0;

@@ -160,10 +160,12 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
     const bool patient = set_up(*c, cpus);
     mpi_check(MPI_Query_thread(&c->thread_level), "MPI_Query_thread");
     c->queue = std::make_unique<HostQueue>(c->mpi, *c->host, c->thread_level, patient, c->config.timeout_ms);
+    c->control = std::make_unique<ControlChannel>(c->mpi, c->config.timeout_ms);
     log(c->config, LogLevel::Info, c->rank,
         std::string("progress thread: ") + (c->queue->patient() ? "patient" : "spinning") + " waits (" +
             std::to_string(c->local_size) + " ranks on the node, " + std::to_string(cpus) + " CPUs for this rank)");
   } catch (...) {
+    c->queue.reset();
     c->device.reset();
     c->host.reset();
     MPI_Comm_free(&c->mpi);
@@ -176,6 +178,7 @@ void destroy_comm(std::unique_ptr<gjComm> c) {
   c->queue.reset();  // every queued request runs first
   c->device.reset();
   c->host.reset();
+  c->control.reset();
   mpi_check(MPI_Comm_free(&c->mpi), "MPI_Comm_free");
 }
 
@@ -183,9 +186,11 @@ void abort_comm(std::unique_ptr<gjComm> c) noexcept {
   if (c->device) c->device->abort();
   if (c->host) c->host->abort();
   if (c->queue) c->queue->abort();  // queued requests fail; a running one is waited for
+  if (c->control) c->control->abort();
   c->queue.reset();
   c->device.reset();
   c->host.reset();
+  c->control.reset();
   // c->mpi is deliberately leaked; see comm.h.
 }
 

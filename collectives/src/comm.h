@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "backend_choice.h"
 #include "config.h"
+#include "control.h"
 #include "queue.h"
 
 struct gjComm {
@@ -38,6 +39,8 @@ struct gjComm {
   // Every collective on `mpi` goes through here, host or device, in call order. Declared
   // after the backends: destroyed (drained, thread joined) before them.
   std::unique_ptr<gj::HostQueue> queue;
+  // Small MAX allreduces outside the queue's order (control.h): gjIcontrolMax.
+  std::unique_ptr<gj::ControlChannel> control;
   std::string last_error;
 
   // The backend for a call's buffers (buffer_device: the device of its device buffers, -1 for

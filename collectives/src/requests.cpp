@@ -8,8 +8,8 @@
 
 struct gjRequest {
   gjComm* comm = nullptr;
-  std::shared_ptr<gj::Completion> host;  // host request, or a settled device one
-  gj::Backend* device = nullptr;         // device request: backend and its handle
+  std::shared_ptr<gj::Completion> host;  // host request, or a settled polled one
+  gj::Polled* polled = nullptr;          // polled request: what completes it, and its handle
   void* handle = nullptr;
 };
 
@@ -42,11 +42,11 @@ void require_live(const char* call, gjRequest_t r) {
   }
 }
 
-// A device request's outcome, as the host path reports it.
-std::pair<gjResult_t, std::string> device_outcome(gjRequest& r, bool block, bool* done) {
+// A polled request's outcome, as the host path reports it.
+std::pair<gjResult_t, std::string> polled_outcome(gjRequest& r, bool block, bool* done) {
   try {
-    if (block) r.device->completion_wait(r.handle);
-    *done = block || r.device->completion_done(r.handle);
+    if (block) r.polled->completion_wait(r.handle);
+    *done = block || r.polled->completion_done(r.handle);
     return {gjSuccess, ""};
   } catch (const Error& e) {
     *done = true;
@@ -63,14 +63,14 @@ gjRequest_t make_host(gjComm* comm, std::shared_ptr<Completion> done) {
   return add(std::move(r));
 }
 
-gjRequest_t make_device(gjComm* comm, Backend& backend, void* handle) {
+gjRequest_t make_polled(gjComm* comm, Polled& source, void* handle) {
   auto r = std::make_unique<gjRequest>();
   r->comm = comm;
   if (handle == nullptr) {
     r->host = std::make_shared<Completion>();
     r->host->finish(gjSuccess, "");
   } else {
-    r->device = &backend;
+    r->polled = &source;
     r->handle = handle;
   }
   return add(std::move(r));
@@ -92,11 +92,11 @@ bool test(const char* call, gjRequest_t request, gjResult_t* code, std::string* 
       *code = request->host->wait(message);
     } else {
       bool done = false;
-      const auto result = device_outcome(*request, false, &done);
+      const auto result = polled_outcome(*request, false, &done);
       if (!done) return false;
       *code = result.first;
       *message = result.second;
-      request->device->completion_release(request->handle);
+      request->polled->completion_release(request->handle);
     }
     live().erase(request);
     owned.reset(request);
@@ -114,8 +114,8 @@ gjResult_t wait(const char* call, gjRequest_t request, std::string* message) {
   }
   if (owned->host) return owned->host->wait(message);
   bool done = false;
-  const auto result = device_outcome(*owned, true, &done);
-  owned->device->completion_release(owned->handle);
+  const auto result = polled_outcome(*owned, true, &done);
+  owned->polled->completion_release(owned->handle);
   *message = result.second;
   return result.first;
 }
@@ -127,10 +127,10 @@ void settle(gjComm* comm, bool wait) noexcept {
     r->comm = nullptr;
     if (r->host) continue;  // the queue finishes host requests before it goes
     bool done = false;
-    const auto result = wait ? device_outcome(*r, true, &done)
+    const auto result = wait ? polled_outcome(*r, true, &done)
                              : std::pair<gjResult_t, std::string>{gjInvalidUsage, "the communicator was aborted"};
-    r->device->completion_release(r->handle);
-    r->device = nullptr;
+    r->polled->completion_release(r->handle);
+    r->polled = nullptr;
     r->handle = nullptr;
     r->host = std::make_shared<Completion>();
     r->host->finish(result.first, result.second);

@@ -259,6 +259,29 @@ gjResult_t gjIallReduceAdasum(const void* sendbuff, void* recvbuff, size_t count
                               gjComm_t comm, gjRequest_t* request);
 gjResult_t gjIbarrier(gjComm_t comm, gjRequest_t* request);
 
+/* An allgather whose receive side is known only when it runs: when every earlier request of
+ * comm is done, the progress thread calls plan(arg, recvcounts, &recvbuff), which fills
+ * recvcounts[0..size) (this rank's entry must equal sendcount) and sets recvbuff to host memory
+ * for their sum, and returns 0; nonzero skips the request, which then completes with gjSuccess
+ * and moves nothing (every rank must skip it, as plans deciding from the same earlier result
+ * do, or the others wait for this one). The counts may come from an earlier request of comm
+ * (gj.torch: an allreduce of every rank's row count), complete by then. Host buffers only
+ * (device: gjUnsupported). */
+typedef int (*gjRecvPlan_t)(void* arg, size_t* recvcounts, void** recvbuff);
+gjResult_t gjIallGatherVLate(const void* sendbuff, size_t sendcount, gjDataType_t dtype, gjRecvPlan_t plan,
+                             void* arg, gjComm_t comm, gjRequest_t* request);
+
+/* The control channel: a MAX allreduce of count int64 values in place, on an MPI communicator
+ * of the communicator's own that carries nothing else. Control calls are ordered among
+ * themselves, not with comm's collectives, so one completes while this rank's nonblocking
+ * collectives still wait for their peers (gj.torch's barrier: Horovod's barrier does not wait
+ * for the collectives in flight). gjTest polls it without a bound (MPI progresses it only while
+ * some call polls); gjWait gives up after GJ_COLL_TIMEOUT_MS with gjTimeout, after which the
+ * channel is stopped (a nonblocking collective cannot be cancelled) and later control calls
+ * fail. The result is written to values when gjTest or gjWait reports completion; values must
+ * stay valid until then. 1 <= count <= 2^20. Needs MPI_THREAD_MULTIPLE. */
+gjResult_t gjIcontrolMax(int64_t* values, size_t count, gjComm_t comm, gjRequest_t* request);
+
 /* *done = 1 when the request has completed (it is then freed and the operation's result is
  * returned), 0 when not yet (gjSuccess). Never blocks. */
 gjResult_t gjTest(gjRequest_t request, int* done);

@@ -346,6 +346,12 @@ class Communicator {
     check(gjIbarrier(comm_, &r), comm_);
     return Request(r);
   }
+  // gjIcontrolMax: values is overwritten with the elementwise max when the request completes.
+  Request icontrol_max(std::vector<std::int64_t>& values) {
+    gjRequest_t r = nullptr;
+    check(gjIcontrolMax(values.data(), values.size(), comm_, &r), comm_);
+    return Request(r);
+  }
 
   // In place over (pointer, count) pairs of one element type.
   template <class T>

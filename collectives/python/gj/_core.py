@@ -69,6 +69,7 @@ class Comm:
         self.local_rank = self._query(lib.gjCommLocalRank, "gjCommLocalRank")
         self.local_size = self._query(lib.gjCommLocalSize, "gjCommLocalSize")
         self._check_on = None  # the library's initial scope (GJ_COLL_CHECK; grouped calls checked)
+        self.last_request = None  # the Request of the latest nonblocking collective (the queue is FIFO)
 
     @classmethod
     def world(cls):
@@ -90,9 +91,13 @@ class Comm:
         check(getattr(lib, call)(*args), call, self.handle)
 
     def _start(self, call, *args):
+        self.last_request = self._issue(call, *args)
+        return self.last_request
+
+    def _issue(self, call, *args, name=None):
         req = ctypes.c_void_p()
         check(getattr(lib, call)(*args, ctypes.byref(req)), call, self.handle)
-        return Request(req, self.handle, call.replace("gjI", "gj", 1))
+        return Request(req, self.handle, name or call.replace("gjI", "gj", 1))
 
     # ---- settings ------------------------------------------------------------------------
     def set_check(self, enabled):
@@ -178,6 +183,16 @@ class Comm:
         if nonblocking:
             return self._start("gjIbarrier", self._live_handle())
         self._run("gjBarrier", self._live_handle())
+
+    def control_max(self, values, count):
+        """The control channel (gjIcontrolMax): a Request for the MAX allreduce of `count` int64
+        at address `values`, ordered with this communicator's other control calls only; the
+        result is in `values` once test() or wait() reports completion."""
+        return self._issue("gjIcontrolMax", values, count, self._live_handle(), name="gjIcontrolMax")
+
+    def allgatherv_late(self, send, count, dtype, plan, arg):
+        """gjIallGatherVLate: a Request; plan is a gjRecvPlan_t (PLAN_TYPE) the progress thread calls."""
+        return self._start("gjIallGatherVLate", send, count, dtype, plan, arg, self._live_handle())
 
     def split(self, color, key):
         """Collective over this communicator: a new Comm of the ranks with the same color >= 0,

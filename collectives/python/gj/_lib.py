@@ -67,6 +67,9 @@ _double = ctypes.c_double                  # a scale factor
 _ptrs = ctypes.POINTER(ctypes.c_void_p)    # an array of buffers, or where a handle is returned
 _sizes = ctypes.POINTER(ctypes.c_size_t)   # an array of counts, or where a size is returned
 _int_out = ctypes.POINTER(ctypes.c_int)    # where an int is returned
+# gjRecvPlan_t: int plan(void* arg, size_t* recvcounts, void** recvbuff)
+PLAN_TYPE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
+                             ctypes.POINTER(ctypes.c_void_p))
 SIGNATURES = {
     "gjGetErrorString": (ctypes.c_char_p, [_int]),
     "gjGetLastError": (ctypes.c_char_p, [_ptr]),
@@ -101,6 +104,8 @@ SIGNATURES = {
     "gjIallGatherV": (_int, [_ptr, _ptr, _sizes, _int, _ptr, _ptr, _ptrs]),
     "gjIreduceScatter": (_int, [_ptr, _ptr, _sizes, _int, _int, _double, _double, _ptr, _ptr, _ptrs]),
     "gjIbarrier": (_int, [_ptr, _ptrs]),
+    "gjIcontrolMax": (_int, [_ptr, _size, _ptr, _ptrs]),
+    "gjIallGatherVLate": (_int, [_ptr, _size, _int, PLAN_TYPE, _ptr, _ptr, _ptrs]),
     "gjTest": (_int, [_ptr, _int_out]),
     "gjWait": (_int, [_ptr]),
     "gjBuildCapabilities": (_int, []),

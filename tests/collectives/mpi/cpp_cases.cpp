@@ -62,6 +62,9 @@ void run_cpp_cases(Ctx& ctx) {
       if (g[0] != static_cast<float>(ctx.size * ctx.size)) ctx.fail(kCppWrapper, "~Request did not wait");
       gj::Request b = comm.ibarrier();
       b.wait();
+      std::vector<std::int64_t> control{ctx.rank, -ctx.rank};
+      comm.icontrol_max(control).wait();
+      if (control[0] != ctx.size - 1 || control[1] != 0) ctx.fail(kCppWrapper, "icontrol_max");
       expect_throw<gj::InvalidUsageError>(ctx, "wait on an empty Request", gjInvalidUsage, "gjWait: request=NULL",
                                           [&] { b.wait(); });
       comm.barrier();

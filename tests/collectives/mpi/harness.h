@@ -66,6 +66,7 @@ void run_scaled_cases(Ctx& ctx);
 void run_split_cases(Ctx& ctx);
 void run_mismatch_cases(Ctx& ctx);
 void run_nonblocking_cases(Ctx& ctx);
+void run_control_cases(Ctx& ctx);
 void run_alltoall_cases(Ctx& ctx);
 void run_adasum_cases(Ctx& ctx);
 

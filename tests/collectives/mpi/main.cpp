@@ -53,6 +53,7 @@ int main() {
   timed(ctx, "split", gjt::run_split_cases);
   timed(ctx, "mismatch", gjt::run_mismatch_cases);
   timed(ctx, "nonblocking", gjt::run_nonblocking_cases);
+  timed(ctx, "control", gjt::run_control_cases);
   timed(ctx, "alltoall", gjt::run_alltoall_cases);
   timed(ctx, "adasum", gjt::run_adasum_cases);
 

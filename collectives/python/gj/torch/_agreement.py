@@ -31,7 +31,7 @@ import hashlib
 import struct
 
 from .. import _lib
-from . import _basics
+from . import _basics, _control
 from . import timeline as _timeline
 from .exceptions import HorovodInternalError, translated
 
@@ -43,16 +43,16 @@ LAYOUT = 11
 HEADER = LAYOUT + INLINE
 
 # The kinds of call a record announces (0: none, a record of ranks that all joined).
-ALLREDUCE, GROUPED, BROADCAST, ALLGATHER, REDUCESCATTER, ALLTOALL, ADASUM, BARRIER, OPTIMIZER_STEP, OTHER = \
-    range(1, 11)
+# (barrier() is not among them: it runs on the control channel, _control.py.)
+ALLREDUCE, GROUPED, BROADCAST, ALLGATHER, REDUCESCATTER, ALLTOALL, ADASUM, OPTIMIZER_STEP, OTHER = range(1, 10)
 KINDS = {"allreduce": ALLREDUCE, "grouped_allreduce": GROUPED, "broadcast": BROADCAST, "allgather": ALLGATHER,
-         "reducescatter": REDUCESCATTER, "alltoall": ALLTOALL, "barrier": BARRIER,
-         "optimizer_step": OPTIMIZER_STEP}
+         "reducescatter": REDUCESCATTER, "alltoall": ALLTOALL, "optimizer_step": OPTIMIZER_STEP}
 KIND_NAMES = {ALLREDUCE: "allreduce", GROUPED: "grouped_allreduce", BROADCAST: "broadcast", ALLGATHER: "allgather",
               REDUCESCATTER: "reducescatter", ALLTOALL: "alltoall", ADASUM: "allreduce(op=Adasum)",
-              BARRIER: "barrier", OPTIMIZER_STEP: "DistributedOptimizer step", OTHER: "this collective"}
-# What runs while some rank is joined (its zeros in every reduction, as in Horovod).
-WITH_JOINED = frozenset((ALLREDUCE, GROUPED, BARRIER, OPTIMIZER_STEP))
+              OPTIMIZER_STEP: "DistributedOptimizer step", OTHER: "this collective"}
+# What runs while some rank is joined (its zeros in every reduction, as in Horovod; barriers too,
+# on the control channel).
+WITH_JOINED = frozenset((ALLREDUCE, GROUPED, OPTIMIZER_STEP))
 
 
 class Wire:
@@ -238,11 +238,13 @@ class Template:
 
     __slots__ = ("kind", "fields", "h", "packed")
 
-    def __init__(self, comm, fields, wire=None, kind=None):
+    def __init__(self, comm, fields, wire=None, kind=None, data_after_record=False):
+        """data_after_record: the call issues its data request only once this record completed
+        and agreed (_deferred.py), which a joined rank must treat as a blocking call's."""
         self.kind = kind_of(fields) if kind is None else kind
         self.fields = _signed(fields, True)
         self.h = _digest(self.fields)
-        self.packed = _packed(comm, self.kind, self.h, True, wire, 0)
+        self.packed = _packed(comm, self.kind, self.h, not data_after_record, wire, 0)
 
 
 class Agreement:
@@ -250,21 +252,27 @@ class Agreement:
     layout is long), completed like a Request; test() and wait() raise the agree()
     HorovodInternalError on every rank when any rank's fields differed."""
 
-    __slots__ = ("_reqs", "_vec", "_layout", "_h", "_what", "_fields", "_rank", "_size", "_kind", "_checked")
+    __slots__ = ("_reqs", "_vec", "_layout", "_h", "_what", "_fields", "_rank", "_size", "_kind", "_checked",
+                 "_error")
 
-    def __init__(self, comm, what, fields, wire=None, kind=None, template=None):
-        """template: a Template of these arguments (a call made every step)."""
+    def __init__(self, comm, what, fields, wire=None, kind=None, template=None, rows=None):
+        """template: a Template of these arguments (a call made every step); rows: this rank's
+        slot (allgather's first dimension, read back with slots())."""
         if template is None:
-            template = Template(comm, fields, wire, kind)
+            template = Template(comm, fields, wire, kind, data_after_record=rows is not None)
         self._kind, self._fields, self._h = template.kind, template.fields, template.h
         self._what, self._rank, self._size = what, comm.rank, comm.size
         self._vec = (ctypes.c_int64 * (HEADER + comm.size)).from_buffer_copy(template.packed)
+        if rows is not None:
+            self._vec[HEADER + comm.rank] = rows
+        _control.note_call(comm)
         self._reqs = [_issue(comm, self._vec, HEADER + comm.size, True, False)]
         self._layout = None
         if wire is not None and len(wire.layout) > INLINE:
             self._layout, req = layout_record(comm, wire.layout, True)
             self._reqs.append(req)
         self._checked = False
+        self._error = None
 
     def test(self):
         if not all(r.test() for r in self._reqs):
@@ -277,10 +285,25 @@ class Agreement:
             r.wait()
         self._verify()
 
+    def slots(self):
+        """Every rank's slot, once complete."""
+        return Outcome(self._vec, self._size).slots()
+
+    def check_complete(self):
+        """For a record known complete (a later request of its queue is running): raises its
+        HorovodInternalError, touching no request (safe beside another thread's test/wait)."""
+        _check(Outcome(self._vec, self._size), self._h, self._what, self._fields, self._rank, self._kind)
+
     def _verify(self):
+        """Checks the completed record once; a disagreement is raised by every later test/wait too."""
         if not self._checked:
             self._checked = True
-            _check(Outcome(self._vec, self._size), self._h, self._what, self._fields, self._rank, self._kind)
+            try:
+                _check(Outcome(self._vec, self._size), self._h, self._what, self._fields, self._rank, self._kind)
+            except HorovodInternalError as e:
+                self._error = e
+        if self._error is not None:
+            raise self._error
 
 
 def _disagree(what, rank, fields):

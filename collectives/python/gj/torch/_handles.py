@@ -1,6 +1,8 @@
 """Handles of nonblocking gj.torch operations (Horovod's poll/synchronize) and the names of the
 operations in flight: a handle maps to the library requests of one operation and the function
-that returns its result; a named operation's name is taken until it is synchronized.
+that returns its result. As in Horovod, a named operation's name is taken until the operation
+completes: a second operation of that name while the first runs is refused on its rank, and
+the name is free again once the first has completed, synchronized or not.
 """
 
 import itertools
@@ -29,11 +31,22 @@ def _claim_name(name, process_set, what):
     if name is None:
         return None
     key = ((process_set or global_process_set).process_set_id, str(name))
-    if key in _names_in_flight:
+    holder = _names_in_flight.get(key)
+    if holder is not None and not _completed(holder):
         raise ValueError(f"{what}: name={name!r} is the name of an operation still in flight in this "
-                         f"process set (handle {_names_in_flight[key]}); synchronize it first or pick "
-                         "another name")
+                         f"process set (handle {holder}); synchronize it first or pick another name")
     return key
+
+
+def _completed(handle):
+    """Whether the operation of handle has ended (a failure ends it too: synchronize reports it)."""
+    h = _handles.get(handle)
+    if h is None:
+        return True
+    try:
+        return all(r.test() for r in h.requests)
+    except (GjError, HorovodInternalError):
+        return True
 
 
 def _new_handle(requests, finish, keep=(), name=None):
@@ -46,8 +59,8 @@ def _new_handle(requests, finish, keep=(), name=None):
 
 def _pop(handle):
     h = _handles.pop(handle)
-    if h.name is not None:
-        _names_in_flight.pop(h.name, None)
+    if h.name is not None and _names_in_flight.get(h.name) == handle:
+        del _names_in_flight[h.name]
     return h
 
 

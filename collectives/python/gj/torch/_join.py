@@ -6,8 +6,9 @@ gj matches collectives by issue order, so a joined rank issues the very library 
 issue: it waits in the agreement record every gj.torch call sends first (_agreement.py), which
 says what the call is, and issues the same data request(s) - same kind, dtype, counts, op,
 factors, root, blocking or not, library check on or off - with zero buffers, then waits for the
-next record. A call it cannot take part in (allgather, broadcast, alltoall, reducescatter,
-Adasum, as Horovod refuses them with joined ranks) raises HorovodInternalError on the other
+next record. Barriers are not in that order: a joined rank takes part in them on the control
+channel (_control.Presence). A call it cannot take part in (allgather, broadcast, alltoall,
+reducescatter, Adasum, as Horovod refuses them with joined ranks) raises HorovodInternalError on the other
 ranks: a blocking one before anything is issued, a nonblocking one at synchronize(), the joined
 rank issuing its data request too so nobody waits for ever. The joined ranks stay joined.
 
@@ -29,7 +30,7 @@ import torch
 
 from .. import _lib
 from . import _agreement as _a
-from . import _basics
+from . import _basics, _control
 from . import timeline as _timeline
 from .exceptions import HorovodInternalError, translated
 
@@ -168,8 +169,6 @@ def _mirror(comm, out, device):
             offsets = [sum(counts[:i]) for i in range(len(counts))]
             ptrs = [_addr(z, c, o) for c, o in zip(counts, offsets)]
             issued(comm.grouped_allreduce(ptrs, ptrs, counts, code, w.op, w.pre, w.post, stream, nonblocking=nb))
-    elif kind == _a.BARRIER:
-        issued(comm.barrier(nonblocking=nb))
     elif kind == _a.BROADCAST:
         n = w.layout[0]
         z = _zeros(n, _lib.UINT8, dev)
@@ -205,6 +204,19 @@ def join(device=-1):
         opt = ref()
         if opt is not None and opt._gj_join_step is not None:
             _run_own_step(opt)
+    presence = _control.Presence(comm)  # the other ranks' barriers complete with this rank
+    try:
+        last = _mirror_until_all_joined(comm, device)
+        presence.wait()
+    except BaseException:
+        presence.abandon()
+        raise
+    return _basics.global_process_set.ranks[last]
+
+
+def _mirror_until_all_joined(comm, device):
+    """Takes part in the other ranks' collectives until the record in which every rank is
+    inside join(); returns the set rank that joined last."""
     slot = _a.JOINING
     n = _a.HEADER + comm.size
     while True:
@@ -215,6 +227,6 @@ def join(device=-1):
         out = _a.Outcome(vec, comm.size)
         slot = _a.JOINED
         if out.kind == 0:  # every rank is inside join()
-            return _basics.global_process_set.ranks[max(out.joining())]
+            return max(out.joining())
         with _basics.waiting("join"):
             translated(_mirror, comm, out, device)

@@ -19,10 +19,10 @@ import warnings
 import torch
 
 from .. import _lib
-from . import _basics, _join, _streams
+from . import _basics, _control, _join, _late_allgather, _streams
 from . import timeline as _timeline
 from ._agreement import Wire, agree, start as _start
-from ._basics import global_process_set, waiting
+from ._basics import global_process_set
 from ._handles import _claim_name, _handles, _new_handle, _pop, poll, synchronize  # noqa: F401 (poll: API)
 from ._tensor import check_tensor, ptr, require_contiguous, same_device, stream
 from .compression import Compression
@@ -333,6 +333,11 @@ def _allgather_async(tensor, process_set, what, asynchronous=True, name=None):
         tensor = tensor.reshape(1)
     fields = (("call", "allgather"), ("dtype", str(tensor.dtype)), ("trailing shape", tuple(tensor.shape[1:])),
               ("device", tensor.device.type))
+    if asynchronous and not tensor.is_cuda:
+        token = _timeline.issued()
+        call = _late_allgather.LateAllgather(comm, what, fields, tensor)
+        return _new_handle(call.requests() + _timeline.completion(token), call.result, (tensor, call),
+                           key), None
     rows = agree(comm, what, fields, rows=tensor.shape[0])
     out = tensor.new_empty((sum(rows),) + tuple(tensor.shape[1:]))
     row_bytes = int(torch.Size(tensor.shape[1:]).numel()) * tensor.element_size()
@@ -597,12 +602,10 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=A
 
 # ---- barrier, join ---------------------------------------------------------------------------
 def barrier(process_set=global_process_set):
-    """Returns when every rank of the set has reached it (after its earlier collectives); a rank
-    inside join() takes part."""
-    comm = _comm(process_set, "barrier")
-    agree(comm, "barrier", (("call", "barrier"),))
-    with waiting("barrier"):
-        _call(comm.barrier)
+    """Returns when every rank of the set has reached it and this rank's nonblocking calls that
+    every rank issued before it have completed; as Horovod's, it does not wait for a call only
+    some ranks issued (_control.py). A rank inside join() takes part."""
+    _control.barrier(_comm(process_set, "barrier"))
 
 
 def join(device=-1):
