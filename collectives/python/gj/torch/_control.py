@@ -1,19 +1,18 @@
 """barrier() and a joined rank's part in it, on the library's control channel (gjIcontrolMax):
 small MAX allreduces ordered among themselves, not with the set's collectives. So, as in
-Horovod, a barrier does not wait for this rank's nonblocking collectives in flight: a rank may
-enter it with an allreduce_async its peers will issue only after the barrier.
+Horovod, a barrier does not wait for a nonblocking call only some ranks have issued: a rank may
+enter it with an allreduce_async its peers issue only after the barrier. What it does wait for
+is what Horovod's does: this rank's nonblocking calls that every rank of the set issued before
+it (Horovod runs those before the barrier, every rank having asked for them).
 
-What a barrier does wait for is what Horovod's does: the nonblocking calls every rank of the
-set issued before it (Horovod runs those before the barrier, as every rank has asked for them);
-a call only some ranks issued (the others will issue it after the barrier) is left in flight.
 Each control record has one int64 slot per rank of the set; a rank fills its own and leaves
 NEUTRAL elsewhere, so the MAX is every rank's slot: for a rank inside barrier() the number of
-nonblocking calls it has issued on the set (note_call), JOINED for one inside join(); the
-smallest count is how many every rank issued, and the barrier waits for those of its own. A rank inside join() keeps one record posted (Presence) from the
-moment it joins, so barriers of the other ranks complete with it; the record in which every slot
-is JOINED is the one every rank posts on joining, so it marks the end of join() on the channel
-(reached by every rank, the same record on each) and nothing stays posted after it.
-"""
+nonblocking calls it has issued on the set (note_call), JOINED for one inside join(). The
+smallest count is how many every rank issued; the barrier waits for those of its own. A rank
+inside join() keeps one record posted (Presence) from the moment it joins, so the other ranks'
+barriers complete with it; the record in which every slot is JOINED is the one every rank
+posts on joining, so it marks the end of join() on the channel (the same record on every rank)
+and nothing stays posted after it."""
 
 import collections
 import ctypes
