@@ -6,10 +6,10 @@
 //
 // Nothing here runs on a thread of its own: a request is an MPI_Iallreduce that the caller
 // polls (gjTest: MPI_Test, no bound) or waits for (gjWait: MPI_Test with yields and short
-// sleeps, up to GJ_COLL_TIMEOUT_MS, then gjTimeout). A nonblocking collective can be neither
-// cancelled nor freed before it completes (MPI 4.0, 3.7.3), so one given up on leaves the
-// channel stopped: its request and buffer (its own, not the caller's) are kept until the channel
-// goes, and later calls fail.
+// sleeps, up to GJ_COLL_TIMEOUT_MS, then gjTimeout). MPI lets a nonblocking collective be
+// neither cancelled nor freed before it completes, so one given up on leaves the channel
+// stopped: later calls fail, and its request, buffer (its own, not the caller's) and MPI
+// communicator are never freed, since MPI may still complete it.
 #pragma once
 
 #include <mpi.h>
@@ -28,7 +28,7 @@ class ControlChannel final : public Polled {
  public:
   // Collective over comm (MPI_Comm_dup). timeout_ms: gjWait's bound (0 = for ever).
   ControlChannel(MPI_Comm comm, long timeout_ms);
-  ~ControlChannel() override;  // collective (MPI_Comm_free) unless a request was given up on
+  ~ControlChannel() override;  // MPI_Comm_free, unless a request was given up on
   ControlChannel(const ControlChannel&) = delete;
   ControlChannel& operator=(const ControlChannel&) = delete;
 

@@ -240,7 +240,7 @@ class Template:
 
     def __init__(self, comm, fields, wire=None, kind=None, data_after_record=False):
         """data_after_record: the call issues its data request only once this record completed
-        and agreed (_deferred.py), which a joined rank must treat as a blocking call's."""
+        and agreed (_late_allgather.py), which a joined rank must treat as a blocking call's."""
         self.kind = kind_of(fields) if kind is None else kind
         self.fields = _signed(fields, True)
         self.h = _digest(self.fields)

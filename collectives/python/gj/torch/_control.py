@@ -50,13 +50,15 @@ def _calls_of(comm):
     return calls
 
 
-def _completed(req):
+def completed(req):
+    """Whether a request (library Request or agreement record) has ended; a failure ends it too,
+    left for its owner's synchronize to report."""
     if req is None:
         return True
     try:
         return req.test()
     except GjError:
-        return True  # failed: its owner's synchronize reports it
+        return True
 
 
 def note_call(comm):
@@ -65,7 +67,7 @@ def note_call(comm):
     calls.marks.append((calls.count, comm.last_request))
     calls.count += 1
     if len(calls.marks) > KEPT:
-        while calls.marks and _completed(calls.marks[0][1]):
+        while calls.marks and completed(calls.marks[0][1]):
             calls.marks.popleft()
 
 

@@ -8,7 +8,7 @@ the name is free again once the first has completed, synchronized or not.
 import itertools
 
 from .._lib import GjError
-from . import _basics
+from . import _basics, _control
 from ._basics import global_process_set
 from .exceptions import HorovodInternalError
 
@@ -41,12 +41,7 @@ def _claim_name(name, process_set, what):
 def _completed(handle):
     """Whether the operation of handle has ended (a failure ends it too: synchronize reports it)."""
     h = _handles.get(handle)
-    if h is None:
-        return True
-    try:
-        return all(r.test() for r in h.requests)
-    except (GjError, HorovodInternalError):
-        return True
+    return h is None or all(_control.completed(r) for r in h.requests)
 
 
 def _new_handle(requests, finish, keep=(), name=None):
