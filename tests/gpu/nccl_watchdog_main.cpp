@@ -1,8 +1,11 @@
 // The watchdog (collectives/src/nccl/nccl_watchdog.h) on 2 ranks: rank 1 stalls its stream with
 // a kernel spinning on a host-mapped flag before its allreduce, so rank 0's allreduce can never
-// complete on the device. Neither rank calls gj again for 3 timeouts: the watchdog must abort
-// on its own (rank 0's stream then drains: NCCL's kernels end on abort), and the next call must
-// return gjTimeout naming the allreduce and GJ_COLL_TIMEOUT_MS, the one after gjInvalidUsage.
+// complete on the device. Neither rank calls gj again for 3 timeouts: rank 0's watchdog must
+// abort on its own (rank 0's stream then drains: NCCL's kernels end on abort), and its next call
+// must return gjTimeout naming the allreduce and GJ_COLL_TIMEOUT_MS, the one after gjInvalidUsage.
+// Rank 1's timeout is twice rank 0's so that rank 0's expiry comes first: were they equal, rank
+// 1's abort could reach rank 0 as a lost peer before rank 0's own deadline. Rank 1 only has to
+// fail its next call (by its own timeout or by the lost peer) and refuse the one after.
 // Exit codes: 0 pass, 1 wrong behaviour (printed), 77 skipped (fewer than 2 devices).
 #include <cuda_runtime_api.h>
 #include <mpi.h>
@@ -39,7 +42,7 @@ int main() {
   gj::test::cuda_ok(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_flag), host_flag, 0), "cudaHostGetDevicePointer");
   {
     gj::Config config;
-    config.timeout_ms = kTimeoutMs;
+    config.timeout_ms = rank == 0 ? kTimeoutMs : 2 * kTimeoutMs;
     auto be = gj::make_nccl_backend(MPI_COMM_WORLD, gj::test::current_device(), config);
     cudaStream_t s = nullptr;
     gj::test::cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -67,10 +70,14 @@ int main() {
       first = e.code();
       msg = e.what();
     }
-    expect(first == gjTimeout && msg.find("ncclAllReduce") != std::string::npos &&
-               msg.find("GJ_COLL_TIMEOUT_MS=2000") != std::string::npos,
-           "the next call after the watchdog's abort: gjTimeout naming the allreduce, got " + std::to_string(first) +
-               ": " + msg);
+    if (rank == 0) {
+      expect(first == gjTimeout && msg.find("ncclAllReduce") != std::string::npos &&
+                 msg.find("GJ_COLL_TIMEOUT_MS=2000") != std::string::npos,
+             "the next call after the watchdog's abort: gjTimeout naming the allreduce, got " + std::to_string(first) +
+                 ": " + msg);
+    } else {
+      expect(first != gjSuccess, "rank 1's next call after its communicator's abort fails");
+    }
     try {
       be->allreduce(buf.get(), buf.get(), 16, gjFloat32, gjSum, s);
     } catch (const gj::Error& e) {

@@ -129,18 +129,29 @@ def test_disagreements_raise_horovod_internal_error_on_every_rank(world):
 
 
 def test_a_name_in_flight_is_refused_until_synchronized(world):
+    # A name is free again once its operation completes, so the refusals are checked while the
+    # operation cannot complete: the last rank issues its call only after the barrier.
     r, n = world
-    h = hvd.allreduce_async(torch.ones(2), name="grad.w")
-    with pytest.raises(ValueError, match="name='grad.w' is the name of an operation still in flight"):
-        hvd.allreduce_async(torch.ones(2), name="grad.w")
-    with pytest.raises(ValueError, match="still in flight"):
-        hvd.broadcast_async_(torch.ones(2), 0, name="grad.w")
+    last = r == n - 1
+    if not last:
+        h = hvd.allreduce_async(torch.ones(2), name="grad.w")
+        with pytest.raises(ValueError, match="name='grad.w' is the name of an operation still in flight"):
+            hvd.allreduce_async(torch.ones(2), name="grad.w")
+        with pytest.raises(ValueError, match="still in flight"):
+            hvd.broadcast_async_(torch.ones(2), 0, name="grad.w")
+    hvd.barrier()
+    if last:
+        h = hvd.allreduce_async(torch.ones(2), name="grad.w")
     hvd.synchronize(h)
     assert torch.equal(hvd.synchronize(hvd.allreduce_async(torch.ones(2), name="grad.w", op=hvd.Sum)),
                        torch.full((2,), float(n)))
-    h = hvd.grouped_allgather_async([torch.ones(1)], name="g")
-    with pytest.raises(ValueError, match="still in flight"):
-        hvd.allgather_async(torch.ones(1), name="g")
+    if not last:
+        h = hvd.grouped_allgather_async([torch.ones(1)], name="g")
+        with pytest.raises(ValueError, match="still in flight"):
+            hvd.allgather_async(torch.ones(1), name="g")
+    hvd.barrier()
+    if last:
+        h = hvd.grouped_allgather_async([torch.ones(1)], name="g")
     assert hvd.synchronize(h)[0].shape == (n,)
 
 

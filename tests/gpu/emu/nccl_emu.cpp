@@ -265,6 +265,10 @@ class Hub {
     for (;;) {
       const int fd = ::accept(listen_fd_, nullptr, nullptr);
       if (fd < 0) return;
+      // A reply is a header write and a body write: without this, Nagle holds the body until
+      // the peer's delayed ACK (about 40 ms on loopback) on every collective.
+      const int one = 1;
+      (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       std::thread([this, fd] { serve(fd); }).detach();
     }
   }
