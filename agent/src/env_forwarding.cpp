@@ -26,8 +26,11 @@ void add(std::vector<ForwardedVar>& vars, ForwardedVar v) {
   }
 }
 
-// Expands one request; returns false when nothing on the master matched it.
-bool expand(const EnvMap& env, const std::string& request, std::vector<ForwardedVar>& out) {
+// Expands one request; returns false when nothing on the master matched it. A pattern skips the
+// master's variables whose names are not identifiers (Kubernetes allows '.' and '-' in them):
+// mpiexec -x and the ranks' shells could not carry them; each skip is a warning naming it.
+bool expand(const EnvMap& env, const std::string& request, std::vector<ForwardedVar>& out,
+            std::vector<std::string>& warnings) {
   const auto origin = [&] { return "--export/GJ_EXPORT entry " + quoted_value(request); };  // never NAME=VALUE
   const auto eq = request.find('=');
   if (eq != std::string::npos) {
@@ -45,6 +48,11 @@ bool expand(const EnvMap& env, const std::string& request, std::vector<Forwarded
       throw AgentError{exit_code::kBadEnvironment, origin() + " is not a valid prefix pattern; use PREFIX*"};
     bool any = false;
     for (auto it = env.lower_bound(prefix); it != env.end() && starts_with(it->first, prefix); ++it) {
+      if (!is_identifier(it->first)) {
+        warnings.push_back("--export " + request + ": the master's variable " + quoted_value(it->first) +
+                           " is not a valid name for the ranks' environment; not forwarded");
+        continue;
+      }
       add(out, ForwardedVar{it->first, std::nullopt});
       any = true;
     }
@@ -82,9 +90,9 @@ std::string display_assignment(const std::string& name, const std::string& value
 ExportSelection select_exports(const EnvMap& env, const std::vector<std::string>& requests, bool with_defaults) {
   ExportSelection sel;
   if (with_defaults)
-    for (const auto& d : default_exports()) expand(env, d, sel.vars);
+    for (const auto& d : default_exports()) expand(env, d, sel.vars, sel.warnings);
   for (const auto& r : requests)
-    if (!expand(env, r, sel.vars))
+    if (!expand(env, r, sel.vars, sel.warnings))
       sel.warnings.push_back("--export " + r + ": no such variable on the master; nothing forwarded for it");
   return sel;
 }

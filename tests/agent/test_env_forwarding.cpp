@@ -54,6 +54,25 @@ TEST_CASE("export requests: NAME, NAME=VALUE and PREFIX patterns", "[env]") {
   }
 }
 
+TEST_CASE("a pattern skips the master's variables that are not valid names, warning for each", "[env][security]") {
+  // Kubernetes allows '.' and '-' in variable names; an environment can hold any byte but '='.
+  const EnvMap env = {{"MY_A", "1"}, {"MY_B.C", "2"}, {"MY_D-E", "3"}, {std::string("MY_F\0G", 6), "4"},
+                      {"HOROVOD_X.Y", "5"}, {"HOROVOD_CYCLE_TIME", "1"}};
+  const ExportSelection sel = select_exports(env, {"MY_*"}, true);
+  CHECK(names(sel.vars) == std::vector<std::string>{"HOROVOD_CYCLE_TIME", "MY_A"});
+  REQUIRE(sel.warnings.size() == 4);
+  CHECK(sel.warnings[0] == "--export HOROVOD_*: the master's variable \"HOROVOD_X.Y\" is not a valid name for the "
+                           "ranks' environment; not forwarded");
+  CHECK_THAT(sel.warnings[1], Catch::Contains("\"MY_B.C\""));
+  CHECK_THAT(sel.warnings[2], Catch::Contains("\"MY_D-E\""));
+  CHECK_THAT(sel.warnings[3], Catch::Contains("\"MY_F\\x00G\""));
+  // Nothing valid matched: the request's own warning too.
+  const ExportSelection none = select_exports({{"ONLY.BAD", "1"}}, {"ONLY*"}, false);
+  CHECK(none.vars.empty());
+  REQUIRE(none.warnings.size() == 2);
+  CHECK_THAT(none.warnings[1], Catch::Contains("--export ONLY*: no such variable"));
+}
+
 TEST_CASE("a malformed NAME=VALUE export names the name only, escaped, never the value", "[env][security]") {
   struct Row {
     std::string request;
