@@ -165,6 +165,7 @@ class TwoLevel final : public Hierarchy {
         d[static_cast<std::size_t>(i)] = displ;
         displ += n[static_cast<std::size_t>(i)];
       }
+      node_bcast(nullptr, 0, 0);  // the engine's wait for the leader, out of its exchange
       MPI_Request req = MPI_REQUEST_NULL;
       const int rc = MPI_Iscatterv(part, n.data(), d.data(), MPI_BYTE, recv, static_cast<int>(mine * es), MPI_BYTE,
                                    0, node_, &req);
@@ -209,21 +210,15 @@ class TwoLevel final : public Hierarchy {
     if (scale.post != 1.0) host::scale(recv, recv, count, dtype, scale.post);
   }
 
-  // Within the node the ranks wait for their leader, which waits for the other nodes: they
-  // poll a nonblocking broadcast and yield the CPU between polls, so that where ranks share
-  // CPUs (pods on one machine, a CPU limit below the rank count) the leader runs instead of a
-  // rank spinning in MPI; on a CPU of its own sched_yield returns at once.
+  // Within the node the ranks wait for their leader, which waits for the other nodes: the
+  // shared-memory engine's broadcast, whose waits nap (or sleep) once long, so that where ranks
+  // share CPUs (pods on one machine, a CPU limit below the rank count) the leader runs instead
+  // of its node's ranks polling MPI.
   void node_bcast(void* buf, std::size_t bytes, int root) {
-    if (node_size_ == 1) return;
-    for (std::size_t off = 0; off < bytes; off += kMaxMpiCount) {
-      const std::size_t n = std::min(kMaxMpiCount, bytes - off);
-      MPI_Request req = MPI_REQUEST_NULL;
-      const int rc = MPI_Ibcast(static_cast<char*>(buf) + off, static_cast<int>(n), MPI_BYTE, root, node_, &req);
-      if (rc != MPI_SUCCESS) mpi_check(rc, "MPI_Ibcast(node, bytes=" + std::to_string(n) + ")");
-      wait_yielding(req, "MPI_Ibcast(node)");
-    }
+    if (shm_) shm_->broadcast(buf, bytes, root);
   }
 
+  // For node steps that stay MPI calls: every rank of the node has arrived, so the wait is short.
   static void wait_yielding(MPI_Request& req, const char* call) {
     int done = 0;
     while (true) {

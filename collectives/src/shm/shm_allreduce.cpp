@@ -107,6 +107,7 @@ class Engine final : public ShmAllreduce {
                        gjDataType_t dtype, gjRedOp_t op, double pre, double post) override;
   void reduce_scatter(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype, gjRedOp_t op,
                       double pre, double post) override;
+  void broadcast(void* buf, std::size_t bytes, int root) override;
   bool preferred(std::size_t bytes) const override { return bytes > 0 && bytes >= opt_.min_bytes; }
   const char* wait_name() const override { return policy_.mode == WaitMode::Sleep ? "sleeping" : "spinning"; }
 
@@ -122,6 +123,7 @@ class Engine final : public ShmAllreduce {
     double out_factor;
   };
   Call make_call(gjDataType_t dtype, gjRedOp_t op, double pre, double post) const;
+  void check_intact() const;
   void check_usable(gjDataType_t dtype, gjRedOp_t op) const;
   // The last steps of an element's reduction: integer avg's division, then postscale.
   void finish(unsigned char* out, std::size_t n, const Call& c) const {
@@ -194,12 +196,16 @@ void Engine::allreduce(const void* send, void* recv, std::size_t count, gjDataTy
   run(Pieces{&one, &one + 1}, count, make_call(dtype, op, pre, post));
 }
 
-void Engine::check_usable(gjDataType_t dtype, gjRedOp_t op) const {
+void Engine::check_intact() const {
   if (broken_) {
     throw Error(gjInvalidUsage,
                 "shared-memory allreduce: a previous call failed (timeout or error), so the ranks are out of step; "
                 "destroy this communicator and create a new one");
   }
+}
+
+void Engine::check_usable(gjDataType_t dtype, gjRedOp_t op) const {
+  check_intact();
   if (!is_reducible(dtype) || static_cast<unsigned>(op) >= static_cast<unsigned>(gjNumRedOps)) {
     throw Error(gjInvalidArgument, "shared-memory allreduce: dtype=" + std::to_string(static_cast<int>(dtype)) +
                                        " op=" + std::to_string(static_cast<int>(op)) + " is not a valid pair");
@@ -347,6 +353,38 @@ void Engine::reduce_slice(std::uint64_t g, const Pieces& ps, std::size_t base, R
   }
 }
 
+
+// Each chunk g: root waits until every peer is done with its slot's previous use (g - 2),
+// copies the chunk in and publishes done(g) (it reads nothing of the peers'); a peer waits for
+// root's published(g), copies the chunk out and publishes done(g). The stage numbers and slot
+// parity are the allreduce's, so broadcasts and reductions interleave freely.
+void Engine::broadcast(void* buf, std::size_t bytes, int root) {
+  check_intact();
+  if (root < 0 || root >= size_) {
+    throw Error(gjInvalidArgument, "shared-memory broadcast: root=" + std::to_string(root) + " is not a rank of 0.." +
+                                       std::to_string(size_ - 1));
+  }
+  auto* data = static_cast<unsigned char*>(buf);
+  try {
+    std::size_t off = 0;
+    do {  // at least once: bytes == 0 is the signal
+      const std::size_t n = std::min(opt_.chunk_bytes, bytes - off);
+      const std::uint64_t g = next_chunk_++;
+      if (rank_ == root) {
+        if (g >= kSlots) wait_peers(done(g - kSlots));
+        if (n > 0) host::copy(slot(root, g), data + off, n);
+      } else {
+        wait_for(root, published(g));
+        if (n > 0) host::copy(data + off, slot(root, g), n);
+      }
+      publish(done(g));
+      off += n;
+    } while (off < bytes);
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+}
 
 // Reduce-scatter in rounds: round k covers, for every rank q, window k of q's slice (window
 // elements from offsets[q] + k * window). Each rank copies its contribution to every other

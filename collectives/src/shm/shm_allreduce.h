@@ -70,6 +70,12 @@ class ShmAllreduce {
   virtual void reduce_scatter(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype,
                               gjRedOp_t op, double pre = 1.0, double post = 1.0) = 0;
 
+  // gjBroadcast's semantics for bytes (root's buf to every rank's buf), chunk by chunk through
+  // root's slots: root copies in, the others copy out, one synchronization per chunk. bytes ==
+  // 0 is a signal: every rank returns once root has arrived. The waits are the engine's (spin,
+  // then yield, then nap or sleep), so ranks that wait long for a root busy elsewhere (a node
+  // leader exchanging with the other nodes) leave the CPUs to it. Collective.
+  virtual void broadcast(void* buf, std::size_t bytes, int root) = 0;
   // Whether this path is faster than MPI_Allreduce for a
   // message of `bytes` (count * element size). Pure; the same answer on every rank, so a
   // backend that consults it per call stays collective-consistent.

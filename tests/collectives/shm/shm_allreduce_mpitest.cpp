@@ -233,40 +233,67 @@ std::vector<std::pair<std::string, std::vector<std::size_t>>> group_shapes(std::
   };
 }
 
-// Rank 1 stays away from the allreduce: rank 0 must get gjTimeout after about timeout_ms,
-// and gjInvalidUsage on the next call.
+// broadcast: root's bytes on every rank and nothing past them, for every root and sizes around
+// the chunk boundaries (0 is the signal), each followed by an allreduce on the same engine so
+// that both kinds of call share the stage numbers and slots.
+void broadcast_case(gj::shm::ShmAllreduce& engine, int root, std::size_t bytes) {
+  const auto pattern = [&](std::size_t i) { return static_cast<unsigned char>((i * 31 + 7 * static_cast<std::size_t>(root) + 1) % 251); };
+  std::vector<unsigned char> buf(bytes + 64, 0xEE), want(bytes + 64, 0xEE);
+  for (std::size_t i = 0; i < bytes; ++i) want[i] = pattern(i);
+  if (g_rank == root) std::memcpy(buf.data(), want.data(), bytes);
+  engine.broadcast(bytes > 0 ? buf.data() : nullptr, bytes, root);
+  if (std::memcmp(buf.data(), want.data(), bytes + 64) != 0) {
+    std::size_t i = 0;
+    while (i < bytes && buf[i] == want[i]) ++i;
+    report("broadcast root=" + std::to_string(root) + " bytes=" + std::to_string(bytes), i,
+           i < bytes ? "not root's byte" : "wrote past bytes");
+  }
+  run_case(engine, "after broadcast", gjFloat32, gjSum, 1000 + bytes % 4096, false);
+}
+
+// Rank 1 stays away from an allreduce, then from a broadcast it roots: rank 0 must get
+// gjTimeout after about timeout_ms, and gjInvalidUsage on the next call of either kind.
 int timeout_test() {
   gj::shm::ShmOptions opt;
   opt.timeout_ms = 300;
   opt.wait = g_wait;
-  std::string why;
-  auto engine = gj::shm::ShmAllreduce::create(MPI_COMM_WORLD, opt, &why);
-  if (!engine) return 3;
+  std::vector<float> x(100000, 1.0f);
+  using Call = void (*)(gj::shm::ShmAllreduce&, std::vector<float>&);
+  const std::pair<const char*, Call> calls[] = {
+      {"allreduce", [](gj::shm::ShmAllreduce& e, std::vector<float>& v) { e.allreduce(v.data(), v.data(), v.size(), gjFloat32, gjSum); }},
+      {"broadcast", [](gj::shm::ShmAllreduce& e, std::vector<float>& v) { e.broadcast(v.data(), v.size() * sizeof(float), 1); }},
+  };
   int rc = 0;
-  if (g_rank == 0) {
-    std::vector<float> x(100000, 1.0f);
+  for (const auto& [name, call] : calls) {
+    std::string why;
+    auto engine = gj::shm::ShmAllreduce::create(MPI_COMM_WORLD, opt, &why);
+    if (!engine) return 3;
+    if (g_rank != 0) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      continue;
+    }
     const auto start = std::chrono::steady_clock::now();
     gjResult_t first = gjSuccess, second = gjSuccess;
     try {
-      engine->allreduce(x.data(), x.data(), x.size(), gjFloat32, gjSum);
+      call(*engine, x);
     } catch (const gj::Error& e) {
       first = e.code();
-      std::fprintf(stderr, "rank 0: expected timeout: %s\n", e.what());
+      std::fprintf(stderr, "rank 0: expected timeout of the %s: %s\n", name, e.what());
     }
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
     try {
-      engine->allreduce(x.data(), x.data(), x.size(), gjFloat32, gjSum);
+      call(*engine, x);
     } catch (const gj::Error& e) {
       second = e.code();
     }
     if (first != gjTimeout || second != gjInvalidUsage || ms < 300 || ms > 5000) {
-      std::fprintf(stderr, "rank 0: timeout test: first=%d second=%d after %lld ms\n", first, second,
+      std::fprintf(stderr, "rank 0: %s timeout test: first=%d second=%d after %lld ms\n", name, first, second,
                    static_cast<long long>(ms));
       rc = 4;
     }
+    MPI_Barrier(MPI_COMM_WORLD);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
   return rc;
 }
 
@@ -322,6 +349,14 @@ int main(int argc, char** argv) {
             for (const auto& [shape, counts] : group_shapes(elem_size(t))) group_case(*chunked, t, op, counts, shape);
           }
         }
+        const std::size_t chunk = 64 * 1024;
+        for (int root = 0; root < g_size; ++root) {
+          for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{63}, chunk - 1, chunk, chunk + 1,
+                                    5 * chunk + 7}) {
+            broadcast_case(*chunked, root, bytes);
+          }
+        }
+        broadcast_case(*standard, g_size - 1, (3u << 20) + 5);
         if (failures > 0) rc = 2;
       }
     }
