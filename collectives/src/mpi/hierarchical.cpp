@@ -13,6 +13,7 @@
 #include "dtype.h"
 #include "error.h"
 #include "host/reduce.h"
+#include "mpi/leader_ring.h"
 #include "mpi/mpi_check.h"
 #include "mpi/mpi_types.h"
 #include "mpi/node_layout.h"
@@ -50,8 +51,10 @@ class TwoLevel final : public Hierarchy {
   void allreduce(const void* send, void* recv, std::size_t count, gjDataType_t dtype, gjRedOp_t op,
                  Scale scale) override {
     node_reduce(send, recv, count, dtype, op, scale);
-    if (leader()) {
-      const std::size_t es = dtype_size(dtype);
+    const std::size_t es = dtype_size(dtype);
+    if (leader() && count * es >= kLeaderRingMinBytes) {
+      ring_allreduce(recv, count, dtype, node_op(op), leaders_, ring_scratch_);
+    } else if (leader()) {
       for (std::size_t off = 0; off < count; off += kMaxMpiCount) {
         const std::size_t n = std::min(kMaxMpiCount, count - off);
         const int rc = MPI_Allreduce(MPI_IN_PLACE, static_cast<char*>(recv) + off * es, static_cast<int>(n),
@@ -59,7 +62,7 @@ class TwoLevel final : public Hierarchy {
         if (rc != MPI_SUCCESS) mpi_check(rc, what("MPI_Allreduce(node leaders)", n, dtype));
       }
     }
-    node_bcast(recv, count * dtype_size(dtype), 0);
+    node_bcast(recv, count * es, 0);
     finish(recv, count, dtype, op, scale);
   }
 
@@ -259,6 +262,7 @@ class TwoLevel final : public Hierarchy {
   int node_size_ = 1;
   std::vector<char> stage_;
   std::vector<char> part_;
+  std::vector<unsigned char> ring_scratch_;
 };
 
 }  // namespace

@@ -107,8 +107,9 @@ void compare(Checker& ck, const std::string& family, const std::string& name, gj
 void allreduce_cases(Checker& ck) {
   for (gjDataType_t d : gjt::kDtypes) {
     for (gjRedOp_t op : gjt::kOps) {
-      // Small (the engine's inline and whole-message paths) out of place, large (sliced) in place.
-      for (std::size_t n : {std::size_t{7}, std::size_t{70001}}) {
+      // Small (the engine's inline and whole-message paths) out of place, large (sliced) in
+      // place, and from 1 MiB in every dtype (the leaders' ring) in place.
+      for (std::size_t n : {std::size_t{7}, std::size_t{70001}, std::size_t{(1 << 20) + 4099}}) {
         {
           const bool in_place = n > 7;
           const std::string name = std::string("allreduce ") + dname(d) + " " + oname(op) + " n=" + std::to_string(n) +
