@@ -1,5 +1,5 @@
 // The one interface both backends (MPI for host buffers, NCCL for device buffers) implement.
-// Arguments reach a backend already validated by api.cpp; backends throw gj::Error.
+// Arguments reach a backend already validated by api/op_check.cpp; backends throw gj::Error.
 #pragma once
 
 #include <cstddef>
@@ -49,7 +49,7 @@ class Backend : public Polled {
     return false;
   }
 
-  // The operations beyond allreduce/broadcast. Arguments validated by api.cpp: counts has one
+  // The operations beyond allreduce/broadcast. Arguments validated by api/op_check.cpp: counts has one
   // entry per rank (elements), dtype is a reducible dtype where op is given, scale as the
   // header defines it. A backend that lacks one throws gjUnsupported (the default).
   virtual void allreduce_scaled(const void* send, void* recv, std::size_t count, gjDataType_t dtype,

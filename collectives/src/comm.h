@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend.h"
+#include "api/last_error.h"
 #include "backend_choice.h"
 #include "config.h"
 #include "control.h"
@@ -41,7 +42,7 @@ struct gjComm {
   std::unique_ptr<gj::HostQueue> queue;
   // Small MAX allreduces outside the queue's order (control.h): gjIcontrolMax.
   std::unique_ptr<gj::ControlChannel> control;
-  std::string last_error;
+  gj::LastError last_error;  // the last failed call on this communicator (gjGetLastError)
 
   // The backend for a call's buffers (buffer_device: the device of its device buffers, -1 for
   // host buffers); throws gjUnsupported for device buffers without NCCL. The first call with a

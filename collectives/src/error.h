@@ -1,4 +1,5 @@
-// Inside the library errors are exceptions; api.cpp turns them into result codes at the C ABI.
+// Inside the library errors are exceptions; the entry points (api/entry.h) turn them into result
+// codes at the C ABI.
 #pragma once
 
 #include <stdexcept>

@@ -50,6 +50,13 @@ bool is_live(const gjComm* comm) {
   return found;
 }
 
+bool with_live(gjComm* comm, void (*fn)(gjComm*, void*), void* arg) {
+  std::lock_guard<std::mutex> lock(mutex());
+  if (live().count(comm) == 0) return false;
+  fn(comm, arg);
+  return true;
+}
+
 std::size_t live_count() {
   std::lock_guard<std::mutex> lock(mutex());
   return live().size();

@@ -9,7 +9,7 @@
 namespace gj::validate {
 
 // Raw int values: an out-of-range value a C caller passes must not be read as a C++ enum
-// (undefined behaviour); api.cpp copies the bits out (enum_bits) before checking.
+// (undefined behaviour); the entry points copy the bits out (enum_bits) before checking.
 void dtype(const char* call, int dtype);
 void op(const char* call, int op);
 // A valid dtype that the reductions know; gjUnsupported (naming call and dtype) for the

@@ -1,5 +1,5 @@
 // One collective call, ready to run on the host queue (queue.h): its agreement record and its
-// body. Built by api.cpp from validated arguments; arrays it needs are copied into the body.
+// body. Built by api/enqueue.cpp from validated arguments; arrays it needs are copied into the body.
 #pragma once
 
 #include <cstddef>

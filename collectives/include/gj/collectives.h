@@ -105,8 +105,11 @@ typedef enum gjBackend {
 /* --- Errors ----------------------------------------------------------------------------- */
 /* A static string naming the code, e.g. "invalid argument". Never NULL. */
 const char* gjGetErrorString(gjResult_t result);
-/* The detail of the last failed call on this thread (e.g. "gjAllReduce: count=-1 ..."),
- * or "" when none. comm may be NULL (calls that failed before a communicator existed). */
+/* The detail of a failed call (e.g. "gjAllReduce: count=-1 ..."), or "" when none. With a
+ * live comm: the last failed call on comm, from any thread; otherwise (comm NULL, destroyed
+ * or never created): the last failed call of this thread. The text is a copy owned by the
+ * calling thread: it stays valid, whatever other threads do, until this thread's next
+ * gjGetLastError or next failing gj call. */
 const char* gjGetLastError(gjComm_t comm);
 
 /* --- Communicator ----------------------------------------------------------------------- */
@@ -294,6 +297,12 @@ gjResult_t gjWait(gjRequest_t request);
 #define gjCapCuda 1
 #define gjCapNccl 2
 int gjBuildCapabilities(void);
+/* The version (NCCL_VERSION_CODE form, e.g. 22809 for 2.28.9) of the NCCL library the device
+ * backend loads, searched as a communicator's first device collective searches
+ * (GJ_NCCL_LIBRARY, then the site folders; docs/gpu.md) and cached for the process.
+ * gjUnsupported, *version = 0 and the search's reasons in gjGetLastError(NULL) when none
+ * loads or the build has no NCCL backend. Needs no MPI and no communicator. */
+gjResult_t gjNcclVersion(int* version);
 
 /* Size in bytes of one element, 0 for an invalid dtype. */
 size_t gjDataTypeSize(gjDataType_t dtype);

@@ -557,6 +557,12 @@ std::string nccl_backend_description() {
          " (its communicator is created at the first device collective, on that buffer's device)";
 }
 
+int nccl_library_version(std::string* why) {
+  const nccl::Library& lib = nccl::library();
+  if (!lib.ok) *why = lib.error;
+  return lib.ok ? lib.version : 0;
+}
+
 std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, int device, const Config& config) {
   DeviceScope scope(device);  // NCCL initializes on the current device; the caller's is restored
   return std::make_unique<NcclBackend>(comm, device, config);

@@ -22,4 +22,8 @@ std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, int device, const Conf
 // For the communicator's info line: "NCCL 2.28.9 from /path/libnccl.so.2 (...)".
 std::string nccl_backend_description();
 
+// gjNcclVersion: the version of the NCCL library the backend loads (searched on the first call,
+// as for a communicator), or 0 with *why saying why none loads.
+int nccl_library_version(std::string* why);
+
 }  // namespace gj

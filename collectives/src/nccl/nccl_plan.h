@@ -25,7 +25,7 @@ struct AllreducePlan {
   int postdivide = 0;     // != 0: recv /= postdivide (device kernel) after the collective
 };
 
-// Throws gj::Error(gjInvalidArgument) for values outside the enums (api.cpp validates first).
+// Throws gj::Error(gjInvalidArgument) for values outside the enums (api/op_check.cpp validates first).
 // Reducible dtypes only (0 .. gjNumReducibleDataTypes-1).
 ncclDataType_t to_nccl(gjDataType_t dtype);
 AllreducePlan plan_allreduce(gjDataType_t dtype, gjRedOp_t op, int nranks);

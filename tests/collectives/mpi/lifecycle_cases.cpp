@@ -1,8 +1,12 @@
 // Communicators from MPI communicators, attributes, destroy/abort, calls on dead handles.
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "expect.h"
 #include "harness.h"
@@ -86,12 +90,99 @@ void fusion_threshold(Ctx& ctx) {
   expect_ok(ctx, F, "destroy", gjCommDestroy(c));
 }
 
+// Several threads tear down one communicator at once: exactly one call owns it, the others
+// find a handle that is no longer live (gjInvalidUsage), and nothing is freed twice.
+// `abort_from`: threads with an index >= it abort instead of destroying (a destroy is
+// collective, so mixing the two is only safe on one rank).
+void concurrent_teardown(Ctx& ctx, const char* what, int abort_from) {
+  const Failure F = kLifecycle;
+  const MPI_Comm world = MPI_COMM_WORLD;
+  constexpr int kThreads = 4;
+  const int rounds = abort_from == 0 ? 5 : 20;  // an abort leaves its MPI communicators unfreed
+  for (int round = 0; round < rounds; ++round) {
+    gjComm_t c = nullptr;
+    expect_ok(ctx, F, std::string(what) + ": init", gjCommInitMpi(&c, &world));
+    if (c == nullptr) return;
+    std::atomic<int> ready{0};
+    std::atomic<int> owned{0};
+    std::atomic<int> refused{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        ready.fetch_add(1);
+        while (ready.load() < kThreads) std::this_thread::yield();
+        const gjResult_t rc = t >= abort_from ? gjCommAbort(c) : gjCommDestroy(c);
+        if (rc == gjSuccess) owned.fetch_add(1);
+        if (rc == gjInvalidUsage) refused.fetch_add(1);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    if (owned.load() != 1 || refused.load() != kThreads - 1) {
+      ctx.fail(F, std::string(what) + " round " + std::to_string(round) + ": " + std::to_string(owned.load()) +
+                      " calls tore the communicator down and " + std::to_string(refused.load()) +
+                      " were refused; want 1 and " + std::to_string(kThreads - 1));
+      return;
+    }
+  }
+}
+
+// gjGetLastError(comm) while other threads fail calls on comm: each text read is one whole
+// message, and it stays as read until this thread's next call.
+void last_error_from_threads(Ctx& ctx) {
+  const Failure F = kLifecycle;
+  float x = 0;
+  (void)gjAllReduce(nullptr, nullptr, 5, gjFloat32, gjSum, ctx.comm, nullptr);
+  const std::string null_buffer = gjGetLastError(ctx.comm);
+  (void)gjBroadcast(&x, 1, gjFloat32, -7, ctx.comm, nullptr);
+  const std::string bad_root = gjGetLastError(ctx.comm);
+  if (null_buffer.find("gjAllReduce: sendbuff=NULL") != 0 || bad_root.find("gjBroadcast: root=-7") != 0) {
+    ctx.fail(F, "last errors \"" + null_buffer + "\" / \"" + bad_root + "\"");
+    return;
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::string first_wrong;
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 2; ++t) {
+    writers.emplace_back([&, t] {
+      float y = 0;
+      while (!stop.load()) {
+        if (t == 0) (void)gjAllReduce(nullptr, nullptr, 5, gjFloat32, gjSum, ctx.comm, nullptr);
+        else (void)gjBroadcast(&y, 1, gjFloat32, -7, ctx.comm, nullptr);
+      }
+    });
+  }
+  std::thread reader([&] {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    while (std::chrono::steady_clock::now() < end) {
+      const char* text = gjGetLastError(ctx.comm);
+      const std::string seen = text;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));  // the writers overwrite comm's text meanwhile
+      const std::string later = text;
+      if ((seen != null_buffer && seen != bad_root) || later != seen) {
+        if (wrong.fetch_add(1) == 0) first_wrong = "read \"" + seen + "\", then \"" + later + "\"";
+      }
+    }
+    stop.store(true);
+  });
+  reader.join();
+  for (std::thread& t : writers) t.join();
+  if (wrong.load() > 0) {
+    ctx.fail(F, "gjGetLastError(comm) under concurrent failures: " + std::to_string(wrong.load()) +
+                    " bad reads, first: " + first_wrong);
+  }
+}
+
 }  // namespace
 
 void run_lifecycle_cases(Ctx& ctx) {
   fusion_threshold(ctx);
   sub_communicator(ctx);
   dead_handles(ctx);
+  last_error_from_threads(ctx);
+  concurrent_teardown(ctx, "concurrent gjCommDestroy", 4);
+  concurrent_teardown(ctx, "concurrent gjCommAbort", 0);
+  if (ctx.size == 1) concurrent_teardown(ctx, "concurrent gjCommDestroy + gjCommAbort", 2);
 }
 
 }  // namespace gjt

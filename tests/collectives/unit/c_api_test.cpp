@@ -2,6 +2,8 @@
 // error strings, dtype sizes, exception mapping.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <cstdlib>
 #include <set>
 #include <string>
 
@@ -84,4 +86,39 @@ TEST_CASE("gjWait / gjTest on a NULL or never-issued request fail with gjInvalid
   CHECK_THAT(std::string(gjGetLastError(nullptr)), Catch::Contains("is not a live request"));
   CHECK(gjTest(bogus, nullptr) == gjInvalidArgument);
   CHECK((gjBuildCapabilities() & ~(gjCapCuda | gjCapNccl)) == 0);
+}
+
+TEST_CASE("every nonblocking call checks its request pointer before its communicator", "[c_api]") {
+  std::int64_t v = 0;
+  float x = 0;
+  // Both arguments are wrong: the documented order reports the request pointer.
+  CHECK(gjIcontrolMax(&v, 1, nullptr, nullptr) == gjInvalidArgument);
+  CHECK_THAT(std::string(gjGetLastError(nullptr)), Catch::StartsWith("gjIcontrolMax: request=NULL"));
+  CHECK(gjIallReduce(&x, &x, 1, gjFloat32, gjSum, 1.0, 1.0, nullptr, nullptr, nullptr) == gjInvalidArgument);
+  CHECK_THAT(std::string(gjGetLastError(nullptr)), Catch::StartsWith("gjIallReduce: request=NULL"));
+  CHECK(gjIbarrier(nullptr, nullptr) == gjInvalidArgument);
+  CHECK_THAT(std::string(gjGetLastError(nullptr)), Catch::StartsWith("gjIbarrier: request=NULL"));
+  gjRequest_t r = nullptr;
+  CHECK(gjIcontrolMax(&v, 1, nullptr, &r) == gjInvalidUsage);
+  CHECK_THAT(std::string(gjGetLastError(nullptr)), Catch::StartsWith("gjIcontrolMax: comm=NULL"));
+}
+
+// The NCCL query asks the library's own search: a GJ_NCCL_LIBRARY that does not load is
+// gjUnsupported with the search's reason, as for a communicator's first device collective.
+// (gjNcclVersion with a library that loads: coll.unit.nccl_version.fake, GJ_EXPECT_NCCL_VERSION.)
+TEST_CASE("gjNcclVersion reports the NCCL library the library would load", "[c_api][nccl_version]") {
+  int version = -1;
+  CHECK(gjNcclVersion(nullptr) == gjInvalidArgument);
+  const char* expected = std::getenv("GJ_EXPECT_NCCL_VERSION");
+  if (expected != nullptr) {
+    REQUIRE(gjNcclVersion(&version) == gjSuccess);
+    CHECK(version == std::atoi(expected));
+    return;
+  }
+  setenv("GJ_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+  CHECK(gjNcclVersion(&version) == gjUnsupported);
+  CHECK(version == 0);
+  const std::string why = gjGetLastError(nullptr);
+  CHECK_THAT(why, Catch::StartsWith("gjNcclVersion: "));
+  if ((gjBuildCapabilities() & gjCapNccl) != 0) CHECK_THAT(why, Catch::Contains("/nonexistent/libnccl.so.2"));
 }

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../mpi/elements.h"
+#include "elements.h"
 #include "dtype.h"
 #include "mpi/leader_ring.h"
 
