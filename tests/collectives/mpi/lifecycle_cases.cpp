@@ -97,7 +97,7 @@ void fusion_threshold(Ctx& ctx) {
 void concurrent_teardown(Ctx& ctx, const char* what, int abort_from) {
   const Failure F = kLifecycle;
   const MPI_Comm world = MPI_COMM_WORLD;
-  constexpr int kThreads = 4;
+  constexpr int kThreads = 8;
   const int rounds = abort_from == 0 ? 5 : 20;  // an abort leaves its MPI communicators unfreed
   for (int round = 0; round < rounds; ++round) {
     gjComm_t c = nullptr;
@@ -180,9 +180,9 @@ void run_lifecycle_cases(Ctx& ctx) {
   sub_communicator(ctx);
   dead_handles(ctx);
   last_error_from_threads(ctx);
-  concurrent_teardown(ctx, "concurrent gjCommDestroy", 4);
+  concurrent_teardown(ctx, "concurrent gjCommDestroy", 8);
   concurrent_teardown(ctx, "concurrent gjCommAbort", 0);
-  if (ctx.size == 1) concurrent_teardown(ctx, "concurrent gjCommDestroy + gjCommAbort", 2);
+  if (ctx.size == 1) concurrent_teardown(ctx, "concurrent gjCommDestroy + gjCommAbort", 4);
 }
 
 }  // namespace gjt
