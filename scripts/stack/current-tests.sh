@@ -9,8 +9,11 @@
 #   3. scripts/mpich-finalize-check.sh: MPICH 4.2 must not hang in MPI_Finalize (the deadlock
 #      of Debian 12's 4.0.2, docs/multihost.md).
 # Every part runs even when an earlier one failed; the script fails at the end if any did.
+# The unit list's sys.* includes sys.bench.readiness_smoke (the readiness gate's smoke run
+# on loopback: sshd and sockets, which the stack changes).
 # Environment (all optional):
-#   GJ_CURRENT_TESTS   ctest -R regex of stage 1   (default: the list below)
+#   GJ_CURRENT_TESTS   ctest -R regex of stage 1, or the name of one of the lists below
+#                      (units, mpi, torch, launch, multihost)   (default: all of them)
 #   GJ_CURRENT_EXCLUDE ctest -E regex of stage 1   (default: the list below)
 #   GJ_CURRENT_PARTS   which parts to run          (default: "openmpi mpich finalize")
 #   GJ_JOBS            build jobs                  (default: nproc)
@@ -24,14 +27,18 @@ failed=()
 # emulation, manifests, package checks, fuzz replays, security tests, the real binary against
 # stub programs, benchmarks; the shared-memory engine's own wait modes and rank counts, whose
 # MPI part is only their start): the MPI suites at 2 and 3 ranks through MPI (1 rank adds
-# nothing the stack changes, 4 ranks on 2 cores are the slowest cases), and the multi-host
-# scenarios whose behaviour differs per MPI flavour and version.
+# nothing the stack changes, 4 ranks on 2 cores are the slowest cases), the leaders' ring (our
+# own MPI point-to-point code) at 2, 3 and 4 ranks (4: a ring of more than three), and the
+# multi-host scenarios whose behaviour differs per MPI flavour and version.
 units='^(agent\.unit|coll\.unit|host|sys|fuzz\.oracle)\.|^shm\.[^a]|^shm\.a [a-z]'
-mpi='^(coll\.mpi\.np[23](\.noshm)?|coll\.mpi\.thread_level\.np2|coll\.python\.np2|shm\.allreduce\.np2|shm\.arrivals\.np2)$'
+mpi='^(coll\.mpi\.np[23](\.noshm)?|coll\.mpi\.thread_level\.np2|coll\.python\.np2|coll\.leader_ring\.np[234]|shm\.allreduce\.np2|shm\.arrivals\.np2)$'
 torch='^torch\.'
 launch='^agent\.example\.|^examples\.(cpp_train|python)\.|^agent\.binary\.(known_mpi_defect_warning|dry_run_flavours)$'
 multihost='^multihost\.(cpu_job|exit_code|exit_code_mpich|environment|environment_mpich|torch_openmpi|torch_mpich|mpijob_openmpi|mpijob_mpich)$'
-tests=${GJ_CURRENT_TESTS:-$torch|$mpi|$launch|$multihost|$units}
+case ${GJ_CURRENT_TESTS:-} in
+  units | mpi | torch | launch | multihost) tests=${!GJ_CURRENT_TESTS} ;;  # one list by its name
+  *) tests=${GJ_CURRENT_TESTS:-$torch|$mpi|$launch|$multihost|$units} ;;
+esac
 # agent.example.real_mpi_over_ssh makes two "hosts" of one machine's loopback (127.0.0.1 and
 # 127.0.0.2): Open MPI 5 then runs a daemon per "host", its shared-memory transport does not
 # join them and its TCP transport leaves loopback out, so MPI_Init fails ("unable to reach
@@ -92,7 +99,8 @@ if [[ " $parts " == *" mpich "* ]]; then
       -DGJ_BUILD_AGENT=OFF -DGJ_BUILD_EXAMPLES=OFF \
       -DMPI_C_COMPILER=mpicc.mpich -DMPI_CXX_COMPILER=mpicxx.mpich \
       -DMPIEXEC_EXECUTABLE="$PWD/scripts/stack/mpiexec-hydra" -- \
-      gj_coll_mpi_test gj_coll_thread_level_test gj_coll_shm_mpitest gj_coll_arrivals_mpitest gj_python; then
+      gj_coll_mpi_test gj_coll_thread_level_test gj_coll_ring_mpitest gj_coll_shm_mpitest gj_coll_arrivals_mpitest \
+      gj_python; then
     run_ctest build-current-mpich "mpich 4.2" -R "$mpi"
   fi
 fi

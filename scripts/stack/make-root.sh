@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a Debian root with the current stack from Debian's packages (mmdebstrap), for the
-# second CI stage (scripts/stack/test-current.sh) and for reproducing it by hand.
+# current-stack CI stage (scripts/stack/test-current.sh) and for reproducing it by hand.
 #   scripts/stack/make-root.sh ROOT [SUITE=trixie] [ARCH=host's]
 # The root gets everything the project needs to build and test (the list below, the same
 # roles as scripts/install-deps.sh's, minus the sanitizer toolchain, plus ccache). Downloaded

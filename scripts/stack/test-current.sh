@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The second CI stage by hand: a Debian 13 (trixie) root with the current stack, made from
+# CI's current-stack stage (.ci/run, docs/testing.md) by hand: a Debian 13 (trixie) root with the current stack, made from
 # Debian's packages when it does not exist yet, and scripts/stack/current-tests.sh run inside
 # it on this checkout. Needs root (mmdebstrap, mount, chroot).
 #   scripts/stack/test-current.sh [ROOT=/var/tmp/gj-stack/trixie]
