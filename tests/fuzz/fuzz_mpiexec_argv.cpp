@@ -34,7 +34,7 @@ namespace {
 
 using gj::fuzz::is_valid_dns_name;
 
-bool secret_name(const std::string& name) {  // issue #3's list, case-insensitive
+bool secret_name(const std::string& name) {  // the secret-looking names, case-insensitive
   std::string u;
   for (const char c : name) u += (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
   for (const char* w : {"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"})
@@ -52,7 +52,7 @@ const std::map<std::string, int>& builder_flags() {
       {"--mca", 2}, {"--prtemca", 2}, {"-x", 1}, {"-hosts", 1}, {"-f", 1}, {"-machinefile", 1},
       {"-n", 1}, {"-ppn", 1}, {"-launcher", 1}, {"-bootstrap", 1}, {"-bootstrap-exec-args", 1},
       {"-genvlist", 1}, {"-genv", 2}, {"-genvnone", 0}, {"-localhost", 1},
-      {"--bind-to", 1}, {"-bind-to", 1},  // the CPU binding (issue #30); Intel's is a -genv
+      {"--bind-to", 1}, {"-bind-to", 1},  // the CPU binding; Intel's is a -genv
   };
   return flags;
 }
