@@ -5,7 +5,8 @@
 # MPI_Allreduce per tensor) at 3 pods x 2 ranks, on the namespaced cluster of tests/multihost
 # (each pod a network namespace with real sshd, mpiexec over the veth links; every pod's
 # command is gj-mpirun). The ranks run unbound (--bind-to none): mpiexec would bind the ranks of
-# pods sharing this one machine to the same cores (issue 30), and the numbers would measure that.
+# pods sharing this one machine to the same cores (docs/benchmarks.md, "CPU binding across
+# pods"), and the numbers would measure that.
 # Usage (root): bench/run_cluster.sh [build-dir] [allreduce-bench options...]
 #   GJ_BENCH_JOBS="allreduce-3x2 allreduce-2x1 fusion-3x2" (the default: all) selects the jobs;
 #   GJ_BENCH_FUSION_ARGS (default "--type f32") the fusion benchmark's options.

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Cross-pod allreduce through gj-mpirun's default launch vs a hand-written mpiexec with and
-# without CPU binding (issue #30's table), on the namespaced cluster of tests/multihost: two
+# without CPU binding (docs/benchmarks.md, "CPU binding across pods"), on the namespaced
+# cluster of tests/multihost: two
 # pods of 1 CPU each (master + 1 worker, the platform's CPU case) on this machine, whose cores
 # both pods see, as pods sharing a Kubernetes node do. The job is gj_allreduce_bench (gjAllReduce
 # and MPI_Allreduce alternating, f32 sum) across the two pods. The worker runs gj-mpirun (sshd)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Security tests of the real gj-mpirun binary (issue #8, "Security posture").
+"""Security tests of the real gj-mpirun binary (SECURITY.md, "What gj-mpirun guarantees").
 
 Run by ctest, one test class per ctest (label `security`):
     security_test.py --gj-mpirun PATH [--sshd PATH] ClassName
