@@ -3,6 +3,7 @@
 // Nothing thrown inside the library crosses an entry point.
 #pragma once
 
+#include <memory>
 #include <new>
 #include <string>
 
