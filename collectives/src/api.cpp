@@ -375,7 +375,9 @@ void alltoallv(const char* call, gjComm* c, const void* sendbuff, const std::siz
   }
   const void* buffers[] = {out > 0 ? sendbuff : nullptr, in > 0 ? recvbuff : nullptr};
   const char* names[] = {"sendbuff", "recvbuff"};
-  const Target t = target_of(c, call, buffers, names, 2);
+  const int device = c->alltoall_device(buffers_device(call, buffers, names, 2),
+                                        buffers[0] == nullptr && buffers[1] == nullptr, call);
+  const Target t{device >= 0, &c->backend_for(device, call)};
   // Counts differ per rank: the record agrees on the kind and dtype, and the body checks each
   // pair's counts (recvcounts[q] here == rank q's sendcounts for this rank) when checking.
   gj::Work w = work_for(call, c, gj::Kind::AllToAll, 0, dtype);

@@ -20,6 +20,12 @@ namespace gj {
 std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, int device, const Config& config);
 
 // For the communicator's info line: "NCCL 2.28.9 from /path/libnccl.so.2 (...)".
-std::string nccl_backend_description();
+std::string nccl_backend_description(const Config& config);
+
+// Collective, at communicator creation when device buffers may use NCCL: throws
+// gj::Error(gjUnsupported) on every rank when some host has more ranks than visible CUDA devices
+// and the NCCL found refuses shared devices (nccl_plan.h, too_many_ranks: the message says what
+// to change), instead of failing at the first device collective.
+void check_devices_per_host(MPI_Comm comm, const Config& config);
 
 }  // namespace gj
