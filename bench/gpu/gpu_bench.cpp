@@ -27,7 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "config.h"
 #include "cuda/batched_copy.h"
+#include "env.h"
+#include "nccl_loader.h"
 #include "cuda/elementwise.h"
 #include "gj/collectives.h"
 #include "device_skip.h"  // tests/gpu
@@ -295,7 +298,9 @@ int main(int argc, char** argv) {
   g_size = me.size;
   if (me.device_backend != gjBackendNccl) die("device buffers do not use the NCCL backend (GJ_COLL_BACKEND?)");
 
-  // The baseline's own NCCL communicator, bootstrapped the usual way.
+  // The baseline's own NCCL communicator, bootstrapped the usual way, with the library's search
+  // of this process's settings (the same libnccl.so.2 the library found).
+  (void)gj::nccl::library(gj::parse_config(gj::snapshot_coll_env()).nccl);
   ncclUniqueId id{};
   if (g_rank == 0) nccl_ok(ncclGetUniqueId(&id), "ncclGetUniqueId");
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);

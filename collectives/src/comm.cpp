@@ -110,10 +110,11 @@ std::unique_ptr<Hierarchy> make_hierarchy(const gjComm& c, const Agreed& agreed)
 #endif
 }
 
-std::string device_path() {
+std::string device_path(const Config& config) {
 #ifdef GJ_HAVE_NCCL
-  return nccl_backend_description();
+  return nccl_backend_description(config);
 #else
+  (void)config;
   return "NCCL";
 #endif
 }
@@ -129,6 +130,15 @@ bool set_up(gjComm& c, int cpus) {
   c.plan = on_all_ranks_or_none(c.mpi, "backend choice", [&] {
     return plan_backends(c.config, BackendFacts{kBuiltWithNccl, agreed.min_device_count});
   });
+#ifdef GJ_HAVE_NCCL
+  // More ranks than devices on a host: said now, with the fix, not at the first CUDA tensor.
+  if (c.plan.use_nccl) {
+    on_all_ranks_or_none(c.mpi, "devices per host", [&] {
+      check_devices_per_host(c.mpi, c.config);
+      return 0;
+    });
+  }
+#endif
   const bool patient = patient_progress(c.config.progress_wait, c.local_size, cpus);
   auto shm = make_shm(c, agreed.shm, patient);
   auto hierarchy = shm ? nullptr : make_hierarchy(c, agreed);
@@ -141,7 +151,7 @@ bool set_up(gjComm& c, int cpus) {
   log(c.config, LogLevel::Info, c.rank,
       "communicator ready: size=" + std::to_string(c.size) + " local_size=" + std::to_string(c.local_size) +
           "; host buffers: " + host_path + "; device buffers: " +
-          (c.plan.use_nccl ? device_path() : "unsupported, " + c.plan.no_nccl_reason));
+          (c.plan.use_nccl ? device_path(c.config) : "unsupported, " + c.plan.no_nccl_reason));
   return patient;
 }
 
@@ -195,6 +205,24 @@ void abort_comm(std::unique_ptr<gjComm> c) noexcept {
 }
 
 }  // namespace gj
+
+int gjComm::alltoall_device(int buffer_device, bool empty, const char* call) {
+  if (!plan.use_nccl) return buffer_device;
+  int kinds[2] = {!empty && buffer_device >= 0 ? 1 : 0, !empty && buffer_device < 0 ? 1 : 0};  // device, host
+  gj::Work agree;
+  agree.call = "alltoall buffer kind";
+  queue->run_blocking(agree, [&] {
+    gj::mpi_check(MPI_Allreduce(MPI_IN_PLACE, kinds, 2, MPI_INT, MPI_MAX, mpi),
+                  std::string(call) + ": MPI_Allreduce(buffer kind)");
+  });
+  if (kinds[0] != 0 && kinds[1] != 0) {
+    throw gj::Error(gjInvalidArgument, std::string(call) + ": some ranks pass device buffers and others host "
+                                                           "buffers; every rank must use the same kind");
+  }
+  if (kinds[0] == 0) return -1;
+  if (!empty) return buffer_device;
+  return gj::cuda::current_device();
+}
 
 gj::Backend& gjComm::backend_for(int buffer_device, const char* call) {
   const bool is_device = buffer_device >= 0;

@@ -48,6 +48,13 @@ struct gjComm {
   // host buffers); throws gjUnsupported for device buffers without NCCL. The first call with a
   // device buffer creates the NCCL communicator on that device (collective).
   gj::Backend& backend_for(int buffer_device, const char* call);
+
+  // Alltoall's buffer kind, agreed by all ranks: a rank that sends and receives nothing has no
+  // buffer to tell, and taking the host path while its peers take NCCL would hang both. Where
+  // device buffers may use NCCL, one MPI_Allreduce (in the queue's order) of every rank's kind;
+  // an empty rank then takes its peers' path (on its current device). Throws
+  // gjInvalidArgument on every rank when some pass device buffers and others host buffers.
+  int alltoall_device(int buffer_device, bool empty, const char* call);
 };
 
 namespace gj {

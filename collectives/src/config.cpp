@@ -100,6 +100,29 @@ LogLevel parse_log_level(const std::string& v) {
   reject("GJ_COLL_LOG_LEVEL", v, "error, warn, info, debug");
 }
 
+std::string raw(const Env& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() ? std::string() : it->second;
+}
+
+NcclEnv parse_nccl_env(const Env& env) {
+  NcclEnv n;
+  if (auto it = env.find("GJ_NCCL_LIBRARY"); it != env.end()) {
+    n.library_set = true;
+    n.library = it->second;
+  }
+  // NCCL's own rule: exactly "1" enables it.
+  n.multi_rank_gpu = raw(env, "NCCL_MULTI_RANK_GPU_ENABLE") == "1";
+  n.host_id = raw(env, "NCCL_HOSTID");
+  n.cuda_home = raw(env, "CUDA_HOME");
+  n.python_path = raw(env, "PYTHONPATH");
+  n.virtual_env = raw(env, "VIRTUAL_ENV");
+  n.conda_prefix = raw(env, "CONDA_PREFIX");
+  n.path = raw(env, "PATH");
+  n.home = raw(env, "HOME");
+  return n;
+}
+
 }  // namespace
 
 Config parse_config(const Env& env) {
@@ -113,6 +136,7 @@ Config parse_config(const Env& env) {
   if (auto* v = lookup(env, "GJ_COLL_PROGRESS_WAIT")) c.progress_wait = parse_progress_wait(*v);
   if (auto* v = lookup(env, "GJ_COLL_LOG_LEVEL")) c.log_level = parse_log_level(*v);
   if (auto* v = lookup(env, "GJ_COLL_CHECK")) c.check = parse_flag("GJ_COLL_CHECK", *v);
+  c.nccl = parse_nccl_env(env);
   return c;
 }
 

@@ -16,6 +16,20 @@ enum class ProgressWait { Auto, Spin, Sleep };
 // Messages up to this level are printed (log.h).
 enum class LogLevel { Error = 0, Warn = 1, Info = 2, Debug = 3 };
 
+// The variables outside GJ_COLL_* that the NCCL backend reads, taken in the same snapshot
+// (docs/gpu.md, "Finding NCCL" and "Environment variables"). Raw values: "" when unset.
+struct NcclEnv {
+  // GJ_NCCL_LIBRARY=/path/to/libnccl.so.2: when set (even empty), the only place NCCL is tried.
+  bool library_set = false;
+  std::string library;
+  // NCCL_MULTI_RANK_GPU_ENABLE=1: several ranks may share a device (NCCL >= 2.30 only).
+  bool multi_rank_gpu = false;
+  // NCCL_HOSTID: replaces hostname + boot id as the host's identity (as NCCL uses it).
+  std::string host_id;
+  // Where NCCL's wheel or toolkit may be found when GJ_NCCL_LIBRARY is unset.
+  std::string cuda_home, python_path, virtual_env, conda_prefix, path, home;
+};
+
 struct Config {
   // GJ_COLL_BACKEND=auto|mpi|nccl (default auto): auto = NCCL for device buffers when built
   // with NCCL and a device is present, MPI for host buffers. mpi = never NCCL (device buffers
@@ -60,6 +74,9 @@ struct Config {
   // gjInvalidUsage on every rank instead of a hang or a wrong result. Grouped allreduce checks
   // its tensor list either way, until gjCommSetCheck (gjComm::agreement).
   bool check = false;
+  // GJ_NCCL_LIBRARY, NCCL_MULTI_RANK_GPU_ENABLE, NCCL_HOSTID, CUDA_HOME, PYTHONPATH, VIRTUAL_ENV,
+  // CONDA_PREFIX, PATH, HOME: see NcclEnv.
+  NcclEnv nccl;
 };
 
 // Pure: parses an environment snapshot. Throws gj::Error(gjInvalidArgument) naming the

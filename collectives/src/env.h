@@ -6,7 +6,8 @@
 
 namespace gj {
 
-// Every GJ_COLL_* variable currently set, for parse_config.
+// Every GJ_COLL_* variable currently set, and the few others the NCCL backend reads (config.h,
+// NcclEnv), for parse_config.
 std::map<std::string, std::string> snapshot_coll_env();
 
 }  // namespace gj

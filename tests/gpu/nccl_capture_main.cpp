@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "backend_settings.h"
 #include "config.h"
 #include "device_buffer.h"
 #include "device_skip.h"
@@ -34,7 +35,7 @@ int main() {
   *host_flag = 0;
   cuda_ok(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_flag), host_flag, 0), "cudaHostGetDevicePointer");
   {
-    gj::Config config;
+    gj::Config config = gj::test::settings();
     config.timeout_ms = 20000;  // the watchdog looks every 100 ms; nothing times out here
     auto be = gj::make_nccl_backend(MPI_COMM_WORLD, gj::test::current_device(), config);
     cudaStream_t s = nullptr, cap = nullptr;

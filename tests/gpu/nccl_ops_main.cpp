@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_settings.h"
 #include "config.h"
 #include "device_buffer.h"
 #include "device_skip.h"
@@ -220,7 +221,7 @@ int main() {
   const int rank = me.rank, size = me.size;
   gj::test::g_rank = rank;
   {
-    gj::Config config;
+    gj::Config config = gj::test::settings();
     config.timeout_ms = 60000;
     auto be = gj::make_nccl_backend(MPI_COMM_WORLD, me.device, config);
     cudaStream_t s = nullptr;

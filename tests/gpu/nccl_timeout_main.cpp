@@ -1,6 +1,7 @@
 // The NCCL backend's failure path, on the backend itself (2 ranks, 2 GPUs): rank 1 stops calling
-// collectives, rank 0 enqueues one that can never complete and then needs the fusion buffer
-// back. Rank 0 must get gjTimeout naming the operation and GJ_COLL_TIMEOUT_MS within about the
+// collectives, rank 0 enqueues one that can never complete (and a pack behind it, which growing
+// the fusion buffer must not wait for: allocation is stream-ordered), then waits for that work
+// as gjWait on a device request does. Rank 0 must get gjTimeout naming the operation and GJ_COLL_TIMEOUT_MS within about the
 // timeout, the NCCL communicator must be aborted (every later call: gjInvalidUsage naming the
 // first failure), and both ranks must tear down without hanging.
 //
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <string>
 
+#include "backend_settings.h"
 #include "config.h"
 #include "device_buffer.h"
 #include "device_skip.h"
@@ -41,7 +43,9 @@ void stall_and_time_out(gj::Backend& backend, cudaStream_t stream) {
     const std::size_t bytes[] = {1024};
     const std::size_t offsets[] = {0};
     backend.pack(fusion, srcs, bytes, offsets, 1, stream);  // queued behind the stalled allreduce
-    backend.fusion_buffer(std::size_t{1} << 20, stream);   // growing must wait for that pack
+    backend.fusion_buffer(std::size_t{1} << 20, stream);   // stream-ordered: returns at once
+    void* request = backend.record_completion(stream);
+    backend.completion_wait(request);  // bounded by GJ_COLL_TIMEOUT_MS
   } catch (const gj::Error& e) {
     code = e.code();
     message = e.what();
@@ -76,7 +80,7 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  gj::Config config;
+  gj::Config config = gj::test::settings();
   config.timeout_ms = kTimeoutMs;
   {
     auto backend = gj::make_nccl_backend(MPI_COMM_WORLD, gj::test::current_device(), config);

@@ -5,7 +5,10 @@
 // must return gjTimeout naming the allreduce and GJ_COLL_TIMEOUT_MS, the one after gjInvalidUsage.
 // Rank 1's timeout is twice rank 0's so that rank 0's expiry comes first: were they equal, rank
 // 1's abort could reach rank 0 as a lost peer before rank 0's own deadline. Rank 1 only has to
-// fail its next call (by its own timeout or by the lost peer) and refuse the one after.
+// fail its next call (by its own timeout or by the lost peer) and refuse the one after. Rank 1's
+// own watchdog aborts while its stream is still stalled, and ncclCommAbort returns only once the
+// stream drains (the real NCCL's and the test NCCL's rule): its calls meanwhile must fail at once
+// with the cause, not block behind the watchdog (the stall ends only after them).
 // Exit codes: 0 pass, 1 wrong behaviour (printed), 77 skipped (fewer than 2 devices).
 #include <cuda_runtime_api.h>
 #include <mpi.h>
@@ -15,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "backend_settings.h"
 #include "config.h"
 #include "device_buffer.h"
 #include "device_skip.h"
@@ -41,7 +45,7 @@ int main() {
   *host_flag = 0;
   gj::test::cuda_ok(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_flag), host_flag, 0), "cudaHostGetDevicePointer");
   {
-    gj::Config config;
+    gj::Config config = gj::test::settings();
     config.timeout_ms = rank == 0 ? kTimeoutMs : 2 * kTimeoutMs;
     auto be = gj::make_nccl_backend(MPI_COMM_WORLD, gj::test::current_device(), config);
     cudaStream_t s = nullptr;

@@ -153,14 +153,64 @@ TEST_CASE("watchdog: judge and watch_period") {
 }
 
 namespace {
-gj::nccl::Placement placed(const char* host, const char* bus) {
+gj::nccl::Placement placed(const char* host, const char* bus, const char* boot_id = "boot-1") {
   gj::nccl::Placement p;
   p.ok = 1;
   std::snprintf(p.host, sizeof p.host, "%s", host);
   std::snprintf(p.bus_id, sizeof p.bus_id, "%s", bus);
+  p.host_hash = gj::nccl::host_hash(host, boot_id, "");
   return p;
 }
+
+gj::nccl::VisibleDevices seen(const char* host, std::vector<const char*> buses, const char* boot_id = "boot-1") {
+  gj::nccl::VisibleDevices v;
+  v.host_hash = gj::nccl::host_hash(host, boot_id, "");
+  std::snprintf(v.host, sizeof v.host, "%s", host);
+  v.count = static_cast<int>(buses.size());
+  for (std::size_t i = 0; i < buses.size(); ++i) std::snprintf(v.bus_ids[i], sizeof v.bus_ids[i], "%s", buses[i]);
+  return v;
+}
 }  // namespace
+
+TEST_CASE("host_hash: hostname and boot id tell hosts apart, NCCL_HOSTID replaces both") {
+  using gj::nccl::host_hash;
+  CHECK(host_hash("node", "boot-1", "") == host_hash("node", "boot-1", ""));
+  CHECK(host_hash("node", "boot-1", "") != host_hash("node", "boot-2", ""));  // one image's hostname, two machines
+  CHECK(host_hash("a", "boot-1", "rack3") == host_hash("b", "boot-2", "rack3"));
+  CHECK(host_hash("a", "boot-1", "") != host_hash("a", "boot-1", "rack3"));
+}
+
+TEST_CASE("shared_device: one hostname on two machines (different boot ids) is two hosts") {
+  const std::vector<gj::nccl::Placement> two_machines{placed("node", "0000:01:00.0", "boot-1"),
+                                                      placed("node", "0000:01:00.0", "boot-2")};
+  CHECK(gj::nccl::shared_device(two_machines, 22809, false).empty());
+}
+
+TEST_CASE("too_many_ranks: more ranks on a host than distinct visible devices, with the fix") {
+  using gj::nccl::too_many_ranks;
+  // Each rank sees only its own device (CUDA_VISIBLE_DEVICES per rank): two devices, two ranks.
+  CHECK(too_many_ranks({seen("a", {"0000:01:00.0"}), seen("a", {"0000:02:00.0"})}, 22809, false).empty());
+  // Four ranks, two devices: refused, naming the host, the counts and what to change.
+  const std::vector<gj::nccl::VisibleDevices> four{seen("a", {"0000:01:00.0", "0000:02:00.0"}),
+                                                   seen("a", {"0000:01:00.0", "0000:02:00.0"}),
+                                                   seen("a", {"0000:01:00.0", "0000:02:00.0"}),
+                                                   seen("a", {"0000:01:00.0", "0000:02:00.0"}),
+                                                   seen("b", {"0000:01:00.0"})};
+  const std::string why = too_many_ranks(four, 22809, false);
+  CHECK(why.find("4 ranks on host a but only 2 CUDA devices") != std::string::npos);
+  CHECK(why.find("-npernode 2") != std::string::npos);
+  CHECK(why.find("GJ_COLL_BACKEND=mpi") != std::string::npos);
+  CHECK(why.find("2.28.9") != std::string::npos);
+  CHECK_FALSE(too_many_ranks(four, 22809, true).empty());  // 2.28 refuses whatever the variable says
+  CHECK(too_many_ranks(four, 23000, true).empty());
+  // The same hostname on two machines: two ranks each, two devices each.
+  CHECK(too_many_ranks({seen("n", {"x", "y"}, "b1"), seen("n", {"x", "y"}, "b1"), seen("n", {"x", "y"}, "b2"),
+                        seen("n", {"x", "y"}, "b2")},
+                       22809, false)
+            .empty());
+  // A host without devices is not this check's business (device buffers say so when used).
+  CHECK(too_many_ranks({seen("c", {}), seen("c", {})}, 22809, false).empty());
+}
 
 TEST_CASE("shared_device: two ranks on one device of one host, unless NCCL >= 2.30 allows it") {
   using gj::nccl::shared_device;

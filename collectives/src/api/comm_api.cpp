@@ -11,7 +11,9 @@
 #include "agreement.h"
 #include "api/entry.h"
 #include "comm.h"
+#include "config.h"
 #include "dtype.h"
+#include "env.h"
 #include "mpi/mpi_check.h"
 #include "registry.h"
 #include "requests.h"
@@ -204,7 +206,7 @@ gjResult_t gjNcclVersion(int* version) {
     *version = 0;
 #ifdef GJ_HAVE_NCCL
     std::string why;
-    *version = gj::nccl_library_version(&why);
+    *version = gj::nccl_library_version(gj::parse_config(gj::snapshot_coll_env()), &why);
     if (*version == 0) throw Error(gjUnsupported, std::string(call) + ": " + why);
 #else
     throw Error(gjUnsupported, std::string(call) + ": this build of the library has no NCCL backend "

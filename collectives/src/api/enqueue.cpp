@@ -238,7 +238,10 @@ void issue_alltoallv(gjComm* c, const Op& o, const Checked&, gjRequest_t* reques
   }
   const void* buffers[] = {out > 0 ? o.sendbuff : nullptr, in > 0 ? o.recvbuff : nullptr};
   const char* names[] = {"sendbuff", "recvbuff"};
-  const Target t = target_of(c, o.call, buffers, names, 2);
+  // A rank that sends and receives nothing still takes its peers' path (alltoall_device).
+  const int device = c->alltoall_device(buffers_device(o.call, buffers, names, 2),
+                                        buffers[0] == nullptr && buffers[1] == nullptr, o.call);
+  const Target t{device >= 0, &c->backend_for(device, o.call)};
   // Counts differ per rank: the record agrees on the kind and dtype, and the body checks each
   // pair's counts (recvcounts[q] here == rank q's sendcounts for this rank) when checking.
   Work w = work_for(o, c, Kind::AllToAll, 0);

@@ -16,4 +16,12 @@ bool is_device_pointer(const void* p);
 // is_device_pointer.
 int pointer_device(const void* p);
 
+// Whether device's primary context exists (true where the driver cannot say). Making a device
+// current creates its context (cudaSetDevice, CUDA >= 12): a device without one is not made
+// current again just to restore it.
+bool has_context(int device) noexcept;
+
+// The calling thread's current device (cudaGetDevice: no context created); 0 on failure.
+int current_device() noexcept;
+
 }  // namespace gj::cuda

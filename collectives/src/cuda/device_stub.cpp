@@ -9,4 +9,8 @@ bool is_device_pointer(const void*) { return false; }
 
 int pointer_device(const void*) { return -1; }
 
+bool has_context(int) noexcept { return false; }
+
+int current_device() noexcept { return 0; }
+
 }  // namespace gj::cuda

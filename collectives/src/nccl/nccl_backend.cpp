@@ -1,10 +1,10 @@
 // The NCCL backend: device buffers, stream-ordered collectives on the caller's stream.
 //
 // Nothing here waits for the GPU on the normal path. The backend waits (polling NCCL's
-// asynchronous error state, bounded by GJ_COLL_TIMEOUT_MS) only where it must: before freeing
-// a buffer it owns that is being replaced by a larger one, and at destruction
+// asynchronous error state, bounded by GJ_COLL_TIMEOUT_MS) only at destruction
 // (ncclCommFinalize) for the NCCL operations it enqueued, and in gjWait on a device request.
-// Reuse of an owned buffer from another stream is ordered on the device with an event.
+// Owned buffers are allocated and freed in stream order (cudaMallocAsync / cudaFreeAsync: no
+// device-wide synchronization); reuse from another stream is ordered on the device with an event.
 //
 // Device requests (gjI* on device buffers): the call's work is enqueued as by the blocking call,
 // then an event (from a pool) is recorded on the same stream; the request is that event.
@@ -42,7 +42,10 @@ namespace {
 
 using cuda::check;
 
-// Makes the backend's device current for the duration of a call and restores the caller's.
+// Makes the backend's device current for the duration of a call and restores the caller's,
+// unless the caller's has no CUDA context yet: cudaSetDevice would create one there (a rank's
+// context on GPU 0 before its script's torch.cuda.set_device), so the backend's stays current,
+// as PyTorch's device guards do.
 class DeviceScope {
  public:
   explicit DeviceScope(int device) {
@@ -51,7 +54,9 @@ class DeviceScope {
   }
   ~DeviceScope() {
     int now = previous_;
-    if (cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
+    if (cudaGetDevice(&now) == cudaSuccess && now != previous_ && cuda::has_context(previous_)) {
+      (void)cudaSetDevice(previous_);
+    }
   }
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
@@ -72,10 +77,28 @@ bool capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
+std::string hostname() {
+  char host[256] = {};
+  (void)gethostname(host, sizeof host - 1);
+  return host;
+}
+
+// This host's identity as NCCL tells hosts apart (nccl_plan.h, host_hash).
+std::uint64_t this_host(const NcclEnv& env) {
+  std::string boot_id;
+  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof buf, f) != nullptr) boot_id = buf;
+    std::fclose(f);
+    while (!boot_id.empty() && (boot_id.back() == '\n' || boot_id.back() == ' ')) boot_id.pop_back();
+  }
+  return nccl::host_hash(hostname(), boot_id, env.host_id);
+}
+
 // NCCL found (the first call searches: nccl_search.h) and `device` usable: the communicator's
 // NCCL runs there. Throws gjUnsupported when either is missing. Returns where this rank is.
-nccl::Placement select_device(int device) {
-  const nccl::Library& lib = nccl::library();
+nccl::Placement select_device(int device, const Config& config) {
+  const nccl::Library& lib = nccl::library(config.nccl);
   if (!lib.ok) throw Error(gjUnsupported, lib.error);
   if (cuda::device_count() == 0) {
     throw Error(gjUnsupported,
@@ -83,9 +106,8 @@ nccl::Placement select_device(int device) {
                 "check CUDA_VISIBLE_DEVICES and the driver), so device buffers cannot use NCCL");
   }
   nccl::Placement p;
-  char host[sizeof p.host] = {};
-  (void)gethostname(host, sizeof host - 1);
-  std::memcpy(p.host, host, sizeof host);
+  std::snprintf(p.host, sizeof p.host, "%s", hostname().c_str());
+  p.host_hash = this_host(config.nccl);
   check(cudaDeviceGetPCIBusId(p.bus_id, sizeof p.bus_id, device),
         "cudaDeviceGetPCIBusId(device=" + std::to_string(device) + ")");
   return p;
@@ -112,7 +134,7 @@ class NcclBackend final : public Backend {
  public:
   // The caller has made `device` current (make_nccl_backend).
   NcclBackend(MPI_Comm comm, int device, const Config& config)
-      : device_(agree_on_device(comm, device)), comm_(comm, config.timeout_ms) {
+      : device_(agree_on_device(comm, device, config)), comm_(comm, config.timeout_ms) {
     fusion_.done = make_event();
     scratch_.done = make_event();
     comm_.start_watchdog(device_);
@@ -129,10 +151,13 @@ class NcclBackend final : public Backend {
       comm_.finalize();
       // After an abort the buffers are left to process exit: freeing synchronizes the device,
       // which could block on work that never finishes.
+      // The caller's streams may be gone by now: wait for each buffer's last use, then free it on
+      // the default stream (no device-wide synchronization).
       if (!comm_.aborted()) {
         for (DeviceBuffer* b : {&fusion_, &scratch_}) {
-          if (b->ptr != nullptr) check(cudaFree(b->ptr), "cudaFree(owned buffer)");
-          for (void* p : b->kept) check(cudaFree(p), "cudaFree(owned buffer kept for CUDA graphs)");
+          if (b->stream_set) check(cudaEventSynchronize(b->done), "cudaEventSynchronize(owned buffer's last use)");
+          if (b->ptr != nullptr) check(cudaFreeAsync(b->ptr, cudaStreamLegacy), "cudaFreeAsync(owned buffer)");
+          for (void* p : b->kept) check(cudaFreeAsync(p, cudaStreamLegacy), "cudaFreeAsync(owned buffer kept for CUDA graphs)");
         }
       }
       (void)cudaEventDestroy(fusion_.done);
@@ -358,11 +383,11 @@ class NcclBackend final : public Backend {
   // Every rank must find NCCL and a device, and no two ranks may share a device (NCCL < 2.30
   // refuses it), before any of them enters ncclCommInitRank, or the ranks that did would wait
   // there for the ones that did not. One MPI_Allgather of every rank's host and PCI bus id.
-  static int agree_on_device(MPI_Comm comm, int device) {
+  static int agree_on_device(MPI_Comm comm, int device, const Config& config) {
     nccl::Placement mine;
     std::string local_error;
     try {
-      mine = select_device(device);
+      mine = select_device(device, config);
       mine.ok = 1;
     } catch (const Error& e) {
       local_error = e.what();
@@ -379,16 +404,11 @@ class NcclBackend final : public Backend {
                                    "rank can use NCCL (see that rank's error)");
       }
     }
-    if (const std::string shared = nccl::shared_device(all, nccl::library().version, multi_rank_gpu_enabled());
+    if (const std::string shared = nccl::shared_device(all, nccl::library().version, config.nccl.multi_rank_gpu);
         !shared.empty()) {
       throw Error(gjUnsupported, shared);
     }
     return device;
-  }
-
-  static bool multi_rank_gpu_enabled() {
-    const char* v = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
-    return v != nullptr && std::string(v) == "1";
   }
 
   // What every operation does first: the communicator usable, nothing to do for count == 0,
@@ -401,6 +421,7 @@ class NcclBackend final : public Backend {
   [[nodiscard]] std::optional<Call> begin(const nccl::Operation& what, std::size_t count, const void* send,
                                           const void* recv, void* stream_v) {
     comm_.ensure_usable(what.call);
+    on_my_stream(static_cast<cudaStream_t>(stream_v));
     if (count == 0) return std::nullopt;
     on_my_device(send, "sendbuff");
     on_my_device(recv, "recvbuff");
@@ -417,6 +438,21 @@ class NcclBackend final : public Backend {
                                          " but this communicator's NCCL runs on device " + std::to_string(device_) +
                                          " (the device of the first device buffer this communicator saw; use one "
                                          "device per rank, or one communicator per device)");
+    }
+  }
+
+  // NCCL enqueues on the stream it is given: one of another device is an unhandled CUDA error
+  // inside NCCL, which would abort the communicator. NULL (and the per-thread default stream)
+  // is this device's own default stream, made current for the call.
+  void on_my_stream(cudaStream_t stream) const {
+    if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return;
+    int d = -1;
+    check(cudaStreamGetDevice(stream, &d), "cudaStreamGetDevice");
+    if (d != device_) {
+      throw Error(gjInvalidArgument, "stream belongs to CUDA device " + std::to_string(d) +
+                                         " but this communicator's NCCL runs on device " + std::to_string(device_) +
+                                         " (pass a stream of the buffers' device, e.g. torch.cuda.current_stream() "
+                                         "with that device current, or NULL for its default stream)");
     }
   }
 
@@ -445,8 +481,9 @@ class NcclBackend final : public Backend {
   void batched_copy(const char* call, const void* packed, void* stream_v, Copy&& copy) {
     const auto lock = comm_.guard();
     comm_.ensure_usable(call);
-    DeviceScope scope(device_);
     const auto stream = static_cast<cudaStream_t>(stream_v);
+    on_my_stream(stream);
+    DeviceScope scope(device_);
     const bool fused = fusion_.contains(packed);
     if (fused) order_use(fusion_, stream);
     copy(stream);
@@ -489,24 +526,38 @@ class NcclBackend final : public Backend {
         throw Error(gjInvalidUsage, std::string(what) + ": needs " + std::to_string(bytes) +
                                         " bytes of device memory, which cannot be allocated during CUDA graph "
                                         "capture; run the same call once before capturing");
-      case nccl::BufferAction::Grow:
-        if (b.ptr != nullptr) {
-          // The old buffer may still be read by enqueued work: wait for its last use.
-          if (b.stream_set) comm_.wait(b.done, std::string("the last use of the ") + what + " (before growing it to " +
-                                                   std::to_string(bytes) + " bytes)");
-          if (nccl::may_free_on_grow(b.used_in_capture)) {
-            check(cudaFree(b.ptr), std::string("cudaFree(") + what + ", bytes=" + std::to_string(b.bytes) + ")");
-          } else {
-            b.kept.push_back(b.ptr);
-          }
-          b.ptr = nullptr;
-          b.bytes = 0;
+      case nccl::BufferAction::Grow: {
+        // Stream-ordered allocation: cudaMalloc/cudaFree would synchronize the whole device
+        // (every stream of torch's and other communicators) and never wait for the old buffer's
+        // last use on the device. The old buffer is freed on its last user's stream, after that
+        // use; the new one is allocated on the caller's stream and ordered for other streams.
+        void* grown = nullptr;
+        const cudaError_t e = cudaMallocAsync(&grown, bytes, stream);
+        if (e != cudaSuccess) {
+          cuda::throw_cuda_error(e, std::string("cudaMallocAsync(") + what + ", bytes=" + std::to_string(bytes) +
+                                        "; other allocators, e.g. PyTorch's cache, may hold the device's memory: "
+                                        "lower GJ_COLL_FUSION_BYTES or call torch.cuda.empty_cache() first)");
         }
-        check(cudaMalloc(&b.ptr, bytes), std::string("cudaMalloc(") + what + ", bytes=" + std::to_string(bytes) +
-                                             "; lower GJ_COLL_FUSION_BYTES)");
+        if (b.ptr != nullptr) {
+          if (!nccl::may_free_on_grow(b.used_in_capture)) {
+            b.kept.push_back(b.ptr);
+          } else {
+            // Freed in the caller's stream order, after the old buffer's last use (whose stream
+            // may be gone by now).
+            if (b.stream_set && b.stream != stream) {
+              check(cudaStreamWaitEvent(stream, b.done, 0), "cudaStreamWaitEvent(owned buffer's last use)");
+            }
+            check(cudaFreeAsync(b.ptr, stream),
+                  std::string("cudaFreeAsync(") + what + ", bytes=" + std::to_string(b.bytes) + ")");
+          }
+        }
+        b.ptr = grown;
         b.bytes = bytes;
-        b.stream_set = false;
+        check(cudaEventRecord(b.done, stream), "cudaEventRecord(owned buffer allocated)");
+        b.stream = stream;
+        b.stream_set = true;
         break;
+      }
     }
     if (in_capture) b.used_in_capture = true;
     return b.ptr;
@@ -550,17 +601,44 @@ class NcclBackend final : public Backend {
 
 }  // namespace
 
-std::string nccl_backend_description() {
-  const nccl::Library& lib = nccl::library();
+std::string nccl_backend_description(const Config& config) {
+  const nccl::Library& lib = nccl::library(config.nccl);
   if (!lib.ok) return "no NCCL: " + lib.error;
   return "NCCL " + nccl::version_string(lib.version) + " from " + lib.path +
          " (its communicator is created at the first device collective, on that buffer's device)";
 }
 
-int nccl_library_version(std::string* why) {
-  const nccl::Library& lib = nccl::library();
+int nccl_library_version(const Config& config, std::string* why) {
+  // The search runs now unless a communicator already ran it: the process keeps the first result.
+  const nccl::Library& lib = nccl::library(config.nccl);
   if (!lib.ok) *why = lib.error;
   return lib.ok ? lib.version : 0;
+}
+
+void check_devices_per_host(MPI_Comm comm, const Config& config) {
+  nccl::VisibleDevices mine;
+  mine.host_hash = this_host(config.nccl);
+  std::snprintf(mine.host, sizeof mine.host, "%s", hostname().c_str());
+  mine.count = cuda::device_count();
+  for (int d = 0; d < mine.count && d < nccl::VisibleDevices::kMaxDevices; ++d) {
+    // Context-free: asks the driver, creates no context on any device.
+    if (cudaDeviceGetPCIBusId(mine.bus_ids[d], sizeof mine.bus_ids[d], d) != cudaSuccess) {
+      (void)cudaGetLastError();
+      std::snprintf(mine.bus_ids[d], sizeof mine.bus_ids[d], "device %d", d);
+    }
+  }
+  int size = 1;
+  mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  std::vector<nccl::VisibleDevices> all(static_cast<std::size_t>(size));
+  mpi_check(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm),
+            "MPI_Allgather(devices per host)");
+  if (nccl::too_many_ranks(all, 0, false).empty()) return;  // enough devices on every host
+  // Only a loadable NCCL makes this an error: without one, device buffers say so when used.
+  const nccl::Library& lib = nccl::library(config.nccl);
+  if (!lib.ok) return;
+  if (const std::string why = nccl::too_many_ranks(all, lib.version, config.nccl.multi_rank_gpu); !why.empty()) {
+    throw Error(gjUnsupported, "gjCommInit: " + why);
+  }
 }
 
 std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, int device, const Config& config) {

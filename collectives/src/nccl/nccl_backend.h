@@ -20,10 +20,16 @@ namespace gj {
 std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, int device, const Config& config);
 
 // For the communicator's info line: "NCCL 2.28.9 from /path/libnccl.so.2 (...)".
-std::string nccl_backend_description();
+std::string nccl_backend_description(const Config& config);
+
+// Collective, at communicator creation when device buffers may use NCCL: throws
+// gj::Error(gjUnsupported) on every rank when some host has more ranks than visible CUDA devices
+// and the NCCL found refuses shared devices (nccl_plan.h, too_many_ranks: the message says what
+// to change), instead of failing at the first device collective.
+void check_devices_per_host(MPI_Comm comm, const Config& config);
 
 // gjNcclVersion: the version of the NCCL library the backend loads (searched on the first call,
 // as for a communicator), or 0 with *why saying why none loads.
-int nccl_library_version(std::string* why);
+int nccl_library_version(const Config& config, std::string* why);
 
 }  // namespace gj

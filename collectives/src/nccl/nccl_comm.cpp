@@ -39,6 +39,14 @@ class Poller {
 
 }  // namespace
 
+static cudaError_t query(cudaEvent_t event) {
+  const cudaError_t e = cudaEventQuery(event);
+  // The runtime records "not ready" as the thread's last error: left there, the next kernel
+  // launch check (cudaGetLastError after a launch) would report it as that launch's failure.
+  if (e == cudaErrorNotReady) (void)cudaGetLastError();
+  return e;
+}
+
 std::string nccl_error_text(const std::string& what, ncclResult_t result, const char* last_error) {
   return what + ": " + ncclGetErrorString(result) + " (" + (last_error != nullptr ? last_error : "") +
          "; run with NCCL_DEBUG=WARN for details)";
@@ -128,7 +136,7 @@ void Comm::complete(ncclResult_t result, const std::string& what) {
 
 bool Comm::done(cudaEvent_t event, const std::string& what) {
   ensure_usable(what);
-  const cudaError_t e = cudaEventQuery(event);
+  const cudaError_t e = query(event);
   if (e == cudaSuccess) return true;
   if (e != cudaErrorNotReady) cuda::throw_cuda_error(e, "cudaEventQuery(waiting for " + what + ")");
   const ncclResult_t state = async_state();
@@ -203,14 +211,22 @@ void Comm::watch(int device) {
   while (!stop_) {
     wake_.wait_for(lock, watch_period(timeout_ms_));
     if (stop_) break;
-    if (comm_ != nullptr) watch_once();
+    if (comm_ == nullptr) continue;
+    if (const ncclComm_t doomed = watch_once(); doomed != nullptr) {
+      // Marked aborted under the lock (every call now fails at once with the cause); the abort
+      // itself waits for the communicator's work to leave the streams (a user's kernel stalled
+      // before it keeps it waiting), so it runs without the lock.
+      lock.unlock();
+      ncclCommAbort(doomed);
+      lock.lock();
+    }
   }
 }
 
-void Comm::watch_once() {
+ncclComm_t Comm::watch_once() {
   // Completed operations leave the front; the oldest pending one decides the timeout.
   while (!pending_.empty()) {
-    const cudaError_t e = cudaEventQuery(pending_.front().event);
+    const cudaError_t e = query(pending_.front().event);
     if (e == cudaErrorNotReady) break;
     if (e != cudaSuccess) (void)cudaGetLastError();  // a sticky CUDA error: the next call reports it
     spare_events_.push_back(pending_.front().event);
@@ -223,7 +239,7 @@ void Comm::watch_once() {
   const ncclResult_t state = async_state();
   switch (judge(state, oldest, timeout_ms_)) {
     case Verdict::Healthy:
-      return;
+      return nullptr;
     case Verdict::AsyncError:
       watchdog_code_ = gjNcclError;
       abort_reason_ = nccl_error_text("NCCL reported an asynchronous error", state, ncclGetLastError(comm_)) +
@@ -236,7 +252,9 @@ void Comm::watch_once() {
                       " ms (a peer rank may have failed or stopped calling collectives); NCCL communicator aborted";
       break;
   }
-  abort();
+  const ncclComm_t doomed = comm_;
+  comm_ = nullptr;  // aborted from here on; watch() calls ncclCommAbort after releasing the lock
+  return doomed;
 }
 
 void Comm::abort() noexcept {

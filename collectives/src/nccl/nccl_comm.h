@@ -78,7 +78,8 @@ class Comm {
   [[noreturn]] void time_out(const std::string& what);
   ncclResult_t async_state();
   void watch(int device);
-  void watch_once();
+  // Caller holds mutex_. The communicator to abort (now marked aborted), or nullptr when healthy.
+  ncclComm_t watch_once();
 
   struct Pending {
     cudaEvent_t event;

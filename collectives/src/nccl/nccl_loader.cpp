@@ -6,17 +6,13 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <set>
 
 namespace gj::nccl {
 namespace {
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::string() : std::string(v);
-}
 
 std::string resolved(void* handle, void* symbol, const std::string& fallback) {
   Dl_info info{};
@@ -78,18 +74,17 @@ Library open_first(const std::vector<Candidate>& candidates) {
   return lib;
 }
 
-SearchInputs search_inputs_from_environment() {
+SearchInputs search_inputs(const NcclEnv& env) {
   SearchInputs in;
-  if (const char* v = std::getenv("GJ_NCCL_LIBRARY"); v != nullptr) {
+  if (env.library_set) {
     in.explicit_set = true;
-    in.explicit_path = v;
+    in.explicit_path = env.library;
     return in;
   }
-  const std::string cuda_home = env("CUDA_HOME");
-  if (!cuda_home.empty()) in.cuda_home = cuda_home;
+  if (!env.cuda_home.empty()) in.cuda_home = env.cuda_home;
   std::set<std::string> seen;
   for (const std::string& pattern :
-       site_patterns(env("PYTHONPATH"), env("VIRTUAL_ENV"), env("CONDA_PREFIX"), env("PATH"), env("HOME"))) {
+       site_patterns(env.python_path, env.virtual_env, env.conda_prefix, env.path, env.home)) {
     glob_t g{};
     if (glob(pattern.c_str(), GLOB_NOSORT | GLOB_ONLYDIR, nullptr, &g) == 0) {
       // Newest Python first: python3.12 before python3.9 (longer names, then reverse order).
@@ -108,9 +103,24 @@ SearchInputs search_inputs_from_environment() {
   return in;
 }
 
-const Library& library() {
-  static const Library lib = open_first(plan_search(search_inputs_from_environment()));
+namespace {
+std::atomic<const Library*> g_opened{nullptr};
+}  // namespace
+
+const Library& library(const NcclEnv& env) {
+  static const Library lib = open_first(plan_search(search_inputs(env)));
+  g_opened.store(&lib);
   return lib;
+}
+
+const Library& library() {
+  static const Library none = [] {
+    Library l;
+    l.error = "NCCL was not searched for yet (no communicator used a device buffer)";
+    return l;
+  }();
+  const Library* opened = g_opened.load();
+  return opened != nullptr ? *opened : none;
 }
 
 }  // namespace gj::nccl

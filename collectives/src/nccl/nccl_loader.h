@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../config.h"
 #include "nccl_search.h"
 
 namespace gj::nccl {
@@ -62,11 +63,15 @@ struct Library {
 // and closing one that a process also loaded elsewhere is not ours to do).
 Library open_first(const std::vector<Candidate>& candidates);
 
-// The environment's search inputs: GJ_NCCL_LIBRARY, the site folders that exist (globs of
-// site_patterns, canonical, without duplicates), CUDA_HOME (default /usr/local/cuda).
-SearchInputs search_inputs_from_environment();
+// The search inputs of the configuration's snapshot (config.h, NcclEnv): GJ_NCCL_LIBRARY, the
+// site folders that exist (globs of site_patterns, canonical, without duplicates), CUDA_HOME
+// (default /usr/local/cuda).
+SearchInputs search_inputs(const NcclEnv& env);
 
-// The process's NCCL: searched once on the first call (thread-safe), then cached.
+// The process's NCCL: searched once, with the snapshot of the first communicator that asks
+// (thread-safe), then cached for the process.
+const Library& library(const NcclEnv& env);
+// The library that search found; before any search, one that is not ok and says so.
 const Library& library();
 
 }  // namespace gj::nccl

@@ -2,6 +2,8 @@
 #include "nccl_search.h"
 
 #include <cstring>
+#include <map>
+#include <set>
 
 #include "nccl_buffer.h"
 #include "nccl_watchdog.h"
@@ -73,7 +75,7 @@ std::string shared_device(const std::vector<Placement>& ranks, int nccl_version,
   if (nccl_version >= 23000 && multi_rank_gpu_enabled) return "";
   for (std::size_t a = 0; a < ranks.size(); ++a) {
     for (std::size_t b = a + 1; b < ranks.size(); ++b) {
-      if (std::strncmp(ranks[a].host, ranks[b].host, sizeof ranks[a].host) != 0 ||
+      if (ranks[a].host_hash != ranks[b].host_hash ||
           std::strncmp(ranks[a].bus_id, ranks[b].bus_id, sizeof ranks[a].bus_id) != 0)
         continue;
       return "ranks " + std::to_string(a) + " and " + std::to_string(b) + " both use the CUDA device at PCI " +
@@ -84,6 +86,48 @@ std::string shared_device(const std::vector<Placement>& ranks, int nccl_version,
              "this communicator, host buffers are. Fix: one device per rank (cudaSetDevice(local_rank) / "
              "torch.cuda.set_device(hvd.local_rank())), no more ranks per node than GPUs";
     }
+  }
+  return "";
+}
+
+std::uint64_t host_hash(const std::string& hostname, const std::string& boot_id, const std::string& nccl_hostid) {
+  const std::string id = !nccl_hostid.empty() ? nccl_hostid : hostname + boot_id;
+  std::uint64_t h = 1469598103934665603ull;
+  for (const unsigned char c : id) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string too_many_ranks(const std::vector<VisibleDevices>& ranks, int nccl_version, bool multi_rank_gpu_enabled) {
+  if (nccl_version >= 23000 && multi_rank_gpu_enabled) return "";
+  struct Host {
+    std::string name;
+    int ranks = 0;
+    bool unlisted = false;  // some rank sees more devices than it lists: never refused
+    std::set<std::string> devices;
+  };
+  std::map<std::uint64_t, Host> hosts;
+  for (const VisibleDevices& r : ranks) {
+    Host& h = hosts[r.host_hash];
+    ++h.ranks;
+    h.name = std::string(r.host, strnlen(r.host, sizeof r.host));
+    if (r.count > VisibleDevices::kMaxDevices) h.unlisted = true;
+    for (int d = 0; d < r.count && d < VisibleDevices::kMaxDevices; ++d)
+      h.devices.insert(std::string(r.bus_ids[d], strnlen(r.bus_ids[d], sizeof r.bus_ids[d])));
+  }
+  for (const auto& entry : hosts) {
+    const Host& h = entry.second;
+    const int n = static_cast<int>(h.devices.size());
+    if (h.unlisted || n == 0 || h.ranks <= n) continue;
+    return std::to_string(h.ranks) + " ranks on host " + h.name + " but only " + std::to_string(n) + " CUDA device" +
+           (n == 1 ? "" : "s") + " visible to them, so two ranks would share a device, which NCCL " +
+           version_string(nccl_version) +
+           " refuses: device buffers (CUDA tensors) could never be reduced. Fix: start at most " + std::to_string(n) +
+           " ranks per node (e.g. mpirun -npernode " + std::to_string(n) +
+           "), or for a job that uses host buffers only set GJ_COLL_BACKEND=mpi (NCCL >= 2.30 also lets ranks share "
+           "a device with NCCL_MULTI_RANK_GPU_ENABLE=1)";
   }
   return "";
 }

@@ -11,6 +11,7 @@
 #include <nccl.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -68,9 +69,30 @@ PerRankPlan plan_per_rank(const std::size_t* counts, int nranks);
 // Where a rank's NCCL would run, as every rank tells the others before NCCL init.
 struct Placement {
   int ok = 0;             // NCCL and the device are usable on that rank
-  char host[64] = {};     // gethostname
+  char host[64] = {};     // gethostname, for messages
   char bus_id[32] = {};   // cudaDeviceGetPCIBusId
+  std::uint64_t host_hash = 0;  // host_hash(): what tells hosts apart
 };
+
+// The host's identity as NCCL computes it: NCCL_HOSTID when set, else the hostname followed by
+// the boot id (/proc/sys/kernel/random/boot_id), so two machines that share a hostname (a
+// container image's default) are still two hosts. FNV-1a of that text.
+std::uint64_t host_hash(const std::string& hostname, const std::string& boot_id, const std::string& nccl_hostid);
+
+// What one rank sees at communicator creation: its host and the PCI bus ids of its visible
+// devices (the first kMaxDevices).
+struct VisibleDevices {
+  static constexpr int kMaxDevices = 16;
+  std::uint64_t host_hash = 0;
+  char host[64] = {};
+  int count = 0;  // cudaGetDeviceCount
+  char bus_ids[kMaxDevices][16] = {};
+};
+// "" when each host has at least as many distinct visible devices as ranks (or NCCL >= 2.30 with
+// NCCL_MULTI_RANK_GPU_ENABLE=1 lets ranks share one); else the one-line reason naming the host,
+// both counts and what to change: some two ranks there would have to share a device, which
+// NCCL refuses, so device buffers could never work on this communicator.
+std::string too_many_ranks(const std::vector<VisibleDevices>& ranks, int nccl_version, bool multi_rank_gpu_enabled);
 // "" when NCCL can run on these placements; otherwise the one-line reason (naming the two ranks,
 // the host and the device, and the fix) why not: two ranks on one device, which NCCL before 2.30
 // refuses ("Duplicate GPU detected"), and 2.30+ allows only with NCCL_MULTI_RANK_GPU_ENABLE=1.

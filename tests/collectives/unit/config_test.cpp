@@ -149,3 +149,32 @@ TEST_CASE("bool_word: the boolean words, nothing else", "[config]") {
     CHECK_FALSE(gj::bool_word(bad).has_value());
   }
 }
+
+TEST_CASE("parse_config: the NCCL backend's variables outside GJ_COLL_*, raw from the same snapshot", "[config]") {
+  const Config none = gj::parse_config(Env{});
+  CHECK_FALSE(none.nccl.library_set);
+  CHECK_FALSE(none.nccl.multi_rank_gpu);
+  CHECK(none.nccl.host_id.empty());
+  // GJ_NCCL_LIBRARY set, even empty, is the explicit choice (an empty path then fails by name).
+  CHECK(gj::parse_config(Env{{"GJ_NCCL_LIBRARY", ""}}).nccl.library_set);
+  const Config c = gj::parse_config(Env{{"GJ_NCCL_LIBRARY", "/x/libnccl.so.2"},
+                                        {"NCCL_MULTI_RANK_GPU_ENABLE", "1"},
+                                        {"NCCL_HOSTID", "rack3"},
+                                        {"CUDA_HOME", "/cuda"},
+                                        {"PYTHONPATH", "/pp"},
+                                        {"VIRTUAL_ENV", "/venv"},
+                                        {"CONDA_PREFIX", "/conda"},
+                                        {"PATH", "/bin"},
+                                        {"HOME", "/home/u"}});
+  CHECK(c.nccl.library == "/x/libnccl.so.2");
+  CHECK(c.nccl.multi_rank_gpu);
+  CHECK(c.nccl.host_id == "rack3");
+  CHECK(c.nccl.cuda_home == "/cuda");
+  CHECK(c.nccl.python_path == "/pp");
+  CHECK(c.nccl.virtual_env == "/venv");
+  CHECK(c.nccl.conda_prefix == "/conda");
+  CHECK(c.nccl.path == "/bin");
+  CHECK(c.nccl.home == "/home/u");
+  // NCCL's rule: only "1" enables sharing a device.
+  CHECK_FALSE(gj::parse_config(Env{{"NCCL_MULTI_RANK_GPU_ENABLE", "true"}}).nccl.multi_rank_gpu);
+}

@@ -14,9 +14,25 @@
 //   prohibit it: a thread in global mode is prohibited while any thread captures in global mode,
 //   a thread in thread-local mode while it captures itself, a relaxed thread never. Querying the
 //   legacy stream while a blocking stream of its device captures is cudaErrorStreamCaptureImplicit.
-// - Every failed call sets the thread's last error (cudaGetLastError returns and clears it).
+// - The legacy stream synchronizes with the blocking streams of its device: work enqueued there
+//   waits for every blocking stream's earlier work, and work enqueued on a blocking stream waits
+//   for the legacy stream's earlier work (non-blocking streams are exempt).
+// - Contexts: a call that needs one creates the primary context of the calling thread's current
+//   device (cudaSetDevice creates the new device's; pointer queries, allocations, streams,
+//   events, launches, copies and synchronizations the current device's); cudaGetDevice,
+//   cudaGetDeviceCount, device attribute/property/PCI queries and the last-error calls do not.
+//   The driver's context-free queries (cuDevicePrimaryCtxGetState, cuPointerGetAttribute) are
+//   offered through cudaGetDriverEntryPointByVersion and create none.
+// - Device memory is limited per device (GJ_EMU_DEVICE_MEMORY bytes, default 8 GiB): cudaMalloc
+//   and cudaMallocAsync fail with cudaErrorMemoryAllocation while other allocations hold it.
+//   cudaFree synchronizes every stream of the device first; cudaFreeAsync frees in stream order.
+// - Every failed call sets the thread's last error (cudaGetLastError returns and clears it),
+//   cudaErrorNotReady from a stream or event query included, as the real runtime records it.
+// - cudaStreamQuery of a capturing stream is a prohibited call (cudaErrorStreamCaptureUnsupported,
+//   the capture invalidated).
 #include "cuda_emu.h"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -135,6 +151,9 @@ std::set<Event*> g_events;
 std::vector<Capture*> g_captures;
 std::vector<Stream*> g_legacy;  // per device, created on first use
 
+std::set<int> g_contexts;      // devices whose primary context exists
+std::map<int, std::size_t> g_used;  // device -> bytes allocated
+
 thread_local int t_device = 0;
 thread_local cudaError_t t_last_error = cudaSuccess;
 thread_local cudaStreamCaptureMode t_mode = cudaStreamCaptureModeGlobal;
@@ -156,6 +175,19 @@ int device_count() {
 cudaError_t fail(cudaError_t e) {
   if (e != cudaSuccess) t_last_error = e;
   return e;
+}
+
+// The primary context of the current device, created by a call that needs one. Caller holds g_mutex.
+void need_context() {
+  if (device_count() > 0) g_contexts.insert(t_device);
+}
+
+std::size_t device_memory() {
+  static const std::size_t bytes = [] {
+    const char* v = std::getenv("GJ_EMU_DEVICE_MEMORY");
+    return v != nullptr && *v != '\0' ? static_cast<std::size_t>(std::strtoull(v, nullptr, 10)) : std::size_t{8} << 30;
+  }();
+  return bytes;
 }
 
 // Caller holds g_mutex.
@@ -203,6 +235,18 @@ unsigned long long enqueue_locked(Stream* s, Task t) {
     s->capture->nodes.push_back(std::move(t));
     return 0;
   }
+  // The legacy stream and the blocking streams of a device wait for each other's earlier work.
+  std::vector<std::pair<Stream*, unsigned long long>> before;
+  if (s->legacy) {
+    for (Stream* o : g_streams)
+      if (o->device == s->device && !o->nonblocking && o->capture == nullptr) before.emplace_back(o, o->position());
+  } else if (!s->nonblocking) {
+    Stream* l = legacy_stream(s->device);
+    before.emplace_back(l, l->position());
+  }
+  for (auto& [o, p] : before) {
+    if (!o->reached(p)) s->push(Task{[o = o, p = p] { o->wait_for(p); }});
+  }
   return s->push(std::move(t));
 }
 
@@ -216,6 +260,18 @@ void wait_device_streams(int device, bool blocking_only) {
     marks.emplace_back(l, l->position());
   }
   for (auto& [s, p] : marks) s->wait_for(p);
+}
+
+// Device memory of the current device, within its capacity. Caller holds g_mutex.
+cudaError_t allocate_locked(void** p, std::size_t bytes) {
+  std::size_t& used = g_used[t_device];
+  if (bytes > device_memory() - std::min(used, device_memory())) return fail(cudaErrorMemoryAllocation);
+  void* m = std::aligned_alloc(256, (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256);
+  if (m == nullptr) return fail(cudaErrorMemoryAllocation);
+  g_memory[static_cast<const char*>(m)] = Allocation{bytes, t_device};
+  used += bytes;
+  *p = m;
+  return cudaSuccess;
 }
 
 const Allocation* find_allocation(const void* p, const char** base) {
@@ -236,6 +292,7 @@ cudaError_t launch(cudaStream_t stream, std::function<void()> work, const char* 
   (void)what;
   std::lock_guard<std::mutex> lock(g_mutex);
   if (device_count() == 0) return fail(cudaErrorNoDevice);
+  need_context();
   Stream* s = resolve(stream);
   if (s == nullptr || s->device != t_device) return fail(cudaErrorInvalidResourceHandle);
   if (s->capture != nullptr && s->capture->invalidated) return fail(cudaErrorStreamCaptureInvalidated);
@@ -264,6 +321,11 @@ int node() {
   return rank < 0 ? 0 : rank / per_node;
 }
 
+std::vector<int> context_devices() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return std::vector<int>(g_contexts.begin(), g_contexts.end());
+}
+
 std::string pci_bus_id(int device) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0000:%02x:00.0", (node() * 16 + device + 1) & 0xff);
@@ -287,7 +349,9 @@ cudaError_t cudaGetDevice(int* device) {
 
 cudaError_t cudaSetDevice(int device) {
   if (device < 0 || device >= device_count()) return fail(device_count() == 0 ? cudaErrorNoDevice : cudaErrorInvalidDevice);
+  std::lock_guard<std::mutex> lock(g_mutex);
   t_device = device;
+  need_context();  // CUDA >= 12: cudaSetDevice initializes the device's primary context
   return cudaSuccess;
 }
 
@@ -365,17 +429,46 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 cudaError_t cudaMalloc(void** p, size_t bytes) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (device_count() == 0) return fail(cudaErrorNoDevice);
+  need_context();
   if (!unsafe_call_allowed()) return fail(cudaErrorStreamCaptureUnsupported);
-  if (bytes > (std::size_t{8} << 30)) return fail(cudaErrorMemoryAllocation);
-  void* m = std::aligned_alloc(256, (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256);
-  if (m == nullptr) return fail(cudaErrorMemoryAllocation);
-  g_memory[static_cast<const char*>(m)] = Allocation{bytes, t_device};
-  *p = m;
+  return allocate_locked(p, bytes);
+}
+
+cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (device_count() == 0) return fail(cudaErrorNoDevice);
+  need_context();
+  Stream* s = resolve(stream);
+  if (s == nullptr || s->device != t_device) return fail(cudaErrorInvalidResourceHandle);
+  // Graph memory nodes are not modelled: the library never allocates during capture.
+  if (s->capture != nullptr) return fail(cudaErrorStreamCaptureUnsupported);
+  return allocate_locked(p, bytes);
+}
+
+cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) {
+  if (p == nullptr) return cudaSuccess;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  need_context();
+  Stream* s = resolve(stream);
+  if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  if (s->capture != nullptr) return fail(cudaErrorStreamCaptureUnsupported);
+  auto it = g_memory.find(static_cast<const char*>(p));
+  if (it == g_memory.end() || it->second.device < 0) return fail(cudaErrorInvalidValue);
+  // Stream-ordered: the memory stays valid (and counted) until the stream reaches the free.
+  s->push(Task{[p] {
+    std::lock_guard<std::mutex> inner(g_mutex);
+    auto found = g_memory.find(static_cast<const char*>(p));
+    if (found == g_memory.end()) return;
+    g_used[found->second.device] -= found->second.bytes;
+    g_memory.erase(found);
+    std::free(p);
+  }});
   return cudaSuccess;
 }
 
 cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  need_context();
   void* m = std::aligned_alloc(256, (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256);
   if (m == nullptr) return fail(cudaErrorMemoryAllocation);
   std::memset(m, 0, bytes);
@@ -393,6 +486,7 @@ cudaError_t cudaFree(void* p) {
   if (p == nullptr) return cudaSuccess;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
+    need_context();
     if (!unsafe_call_allowed()) return fail(cudaErrorStreamCaptureUnsupported);
     auto it = g_memory.find(static_cast<const char*>(p));
     if (it == g_memory.end() || it->second.device < 0) return fail(cudaErrorInvalidValue);
@@ -400,7 +494,10 @@ cudaError_t cudaFree(void* p) {
   // cudaFree synchronizes the device: nothing enqueued may still use the memory.
   wait_device_streams(t_device, false);
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_memory.erase(static_cast<const char*>(p));
+  auto it = g_memory.find(static_cast<const char*>(p));
+  if (it == g_memory.end()) return fail(cudaErrorInvalidValue);
+  g_used[it->second.device] -= it->second.bytes;
+  g_memory.erase(it);
   std::free(p);
   return cudaSuccess;
 }
@@ -416,6 +513,7 @@ cudaError_t cudaFreeHost(void* p) {
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attr, const void* p) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  need_context();  // even for host memory: the runtime initializes the current device first
   std::memset(attr, 0, sizeof *attr);
   const char* base = nullptr;
   const Allocation* a = find_allocation(p, &base);
@@ -434,6 +532,7 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attr, const void* p)
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* out, unsigned int flags) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (device_count() == 0) return fail(cudaErrorNoDevice);
+  need_context();
   auto* s = new Stream;
   s->device = t_device;
   s->nonblocking = (flags & cudaStreamNonBlocking) != 0;
@@ -466,6 +565,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   unsigned long long position = 0;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
+    need_context();
     if (!unsafe_call_allowed()) return fail(cudaErrorStreamCaptureUnsupported);
     s = resolve(stream);
     if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
@@ -479,16 +579,33 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  need_context();
   if (!unsafe_call_allowed()) return fail(cudaErrorStreamCaptureUnsupported);
   Stream* s = resolve(stream);
   if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
-  return s->reached(s->position()) ? cudaSuccess : cudaErrorNotReady;
+  if (s->capture != nullptr) {
+    // Querying a capturing stream is illegal whatever the thread's mode: the capture is lost.
+    s->capture->invalidated = true;
+    return fail(cudaErrorStreamCaptureUnsupported);
+  }
+  // Not ready is an error result like any other: it becomes the thread's last error.
+  return s->reached(s->position()) ? cudaSuccess : fail(cudaErrorNotReady);
+}
+
+cudaError_t cudaStreamGetDevice(cudaStream_t stream, int* device) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (device_count() == 0) return fail(cudaErrorNoDevice);
+  Stream* s = resolve(stream);
+  if (s == nullptr || device == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  *device = s->device;
+  return cudaSuccess;
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (device_count() == 0) return fail(cudaErrorNoDevice);
+    need_context();
     if (!unsafe_call_allowed()) return fail(cudaErrorStreamCaptureUnsupported);
   }
   wait_device_streams(t_device, false);
@@ -594,6 +711,7 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* out, unsigned int) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (device_count() == 0) return fail(cudaErrorNoDevice);
+  need_context();
   auto* e = new Event;
   e->device = t_device;
   g_events.insert(e);
@@ -635,7 +753,9 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   auto* e = reinterpret_cast<Event*>(event);
   if (g_events.count(e) == 0) return fail(cudaErrorInvalidResourceHandle);
   if (e->stream == nullptr || e->stream->reached(e->position)) return cudaSuccess;
-  return cudaErrorNotReady;  // not an error: the last error stays as it is
+  // The real runtime records cudaErrorNotReady as the thread's last error too: a launch check
+  // (cudaGetLastError after a kernel launch) that follows reports it unless it was cleared.
+  return fail(cudaErrorNotReady);
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
@@ -680,6 +800,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind)
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (device_count() == 0) return fail(cudaErrorNoDevice);
+    need_context();
     if (!unsafe_call_allowed()) return fail(cudaErrorStreamCaptureUnsupported);
   }
   // On the legacy stream: after the device's blocking streams' work.
@@ -692,6 +813,7 @@ cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (device_count() == 0) return fail(cudaErrorNoDevice);
+    need_context();
     if (!unsafe_call_allowed()) return fail(cudaErrorStreamCaptureUnsupported);
     if (find_allocation(dst, nullptr) == nullptr) return fail(cudaErrorInvalidValue);
   }
@@ -706,6 +828,43 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
 
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
   return gjemu::launch(stream, [=] { std::memset(dst, value, bytes); }, "cudaMemsetAsync");
+}
+
+// The driver's context-free queries, as cudaGetDriverEntryPointByVersion hands them out.
+static CUresult emu_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  if (dev < 0 || dev >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (flags != nullptr) *flags = 0;
+  *active = g_contexts.count(dev) != 0 ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+// Unified addressing: any pointer can be asked about without a current context; memory that no
+// context allocated or registered is CUDA_ERROR_INVALID_VALUE.
+static CUresult emu_cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const Allocation* a = find_allocation(reinterpret_cast<const void*>(ptr), nullptr);
+  if (a == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *static_cast<unsigned int*>(data) = a->device >= 0 ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = a->device >= 0 ? a->device : 0;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned int, unsigned long long,
+                                             cudaDriverEntryPointQueryResult* status) {
+  if (symbol == nullptr || fn == nullptr) return fail(cudaErrorInvalidValue);
+  *fn = nullptr;
+  if (std::strcmp(symbol, "cuDevicePrimaryCtxGetState") == 0) *fn = reinterpret_cast<void*>(&emu_cuDevicePrimaryCtxGetState);
+  if (std::strcmp(symbol, "cuPointerGetAttribute") == 0) *fn = reinterpret_cast<void*>(&emu_cuPointerGetAttribute);
+  if (status != nullptr) *status = *fn != nullptr ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+  return cudaSuccess;
 }
 
 }  // extern "C"

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace gjemu {
 
@@ -20,6 +21,9 @@ cudaError_t launch(cudaStream_t stream, std::function<void()> work, const char* 
 
 // The device the calling thread has current.
 int current_device();
+
+// The devices whose primary context this process has created (sorted).
+std::vector<int> context_devices();
 
 // The device p is memory of (cudaMalloc), or -1 for memory the emulation did not allocate.
 int device_of(const void* p);

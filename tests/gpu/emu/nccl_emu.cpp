@@ -9,14 +9,18 @@
 // - Init is a rendezvous of all ranks that refuses two ranks on one device (same node, same PCI
 //   bus id) with ncclInvalidUsage, unless the version (GJ_EMU_NCCL_VERSION, default 22809) is
 //   >= 2.30 and NCCL_MULTI_RANK_GPU_ENABLE=1.
-// - Nonblocking communicators (config.blocking = 0): init, the first collective (connection
-//   setup) and finalize return ncclInProgress; ncclCommGetAsyncError reports progress. An
-//   argument error of a call on a nonblocking communicator also becomes its asynchronous error,
-//   as the real library records it.
+// - Nonblocking communicators (config.blocking = 0): init, finalize and every collective that
+//   needs a new connection (the first of each collective kind, the first send/recv with each
+//   peer: a new algorithm or peer connection) return ncclInProgress; ncclCommGetAsyncError
+//   reports progress. A call on a communicator still ncclInProgress is refused
+//   (ncclInvalidUsage) and poisons it, as the real library does. An argument error of a call on
+//   a nonblocking communicator also becomes its asynchronous error, as the real library records it.
 // - Arguments are checked as NCCL does: comm, dtype, op, root/peer in range, buffers device
 //   memory of the communicator's device (ncclInvalidArgument).
 // - A peer that disconnects without finalizing is an asynchronous ncclRemoteError on the others;
-//   ncclCommAbort ends the communicator's pending stream work at once.
+//   ncclCommAbort ends the communicator's pending stream work as soon as it runs, and returns
+//   only when that work has drained from the streams (a stream stalled before it keeps the
+//   abort waiting, as with the real NCCL).
 // Not modelled: ncclCommSplit, ncclRedOpCreatePreMulSum (ncclInvalidUsage), fp8 types.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -39,6 +43,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -498,7 +503,7 @@ struct ncclComm {
   std::atomic<int> async{ncclSuccess};
   std::atomic<bool> aborted{false};
   std::atomic<bool> finalized{false};
-  bool connected_once = false;
+  std::set<int> connected;  // collective kinds and send/recv peers already connected
   std::mutex io;
   std::mutex m;
   std::condition_variable cv;
@@ -614,17 +619,21 @@ void run_group(ncclComm* c, const std::vector<PendingOp>& ops) {
 
 // Enqueues the group's stream task (on the communicator's device, as the real NCCL does). The
 // caller counted it in c->inflight (from the call on, so finalize and destroy wait for it).
-cudaError_t enqueue_task(ncclComm* c, cudaStream_t stream, std::vector<PendingOp> ops) {
+// own_thread: called on the test NCCL's own helper thread, which (like NCCL's internal threads)
+// only ever uses the communicator's device: switching "back" to the thread's default device 0
+// would create a context there that no real NCCL creates.
+cudaError_t enqueue_task(ncclComm* c, cudaStream_t stream, std::vector<PendingOp> ops, bool own_thread = false) {
   int previous = 0;
   (void)cudaGetDevice(&previous);
-  (void)cudaSetDevice(c->device);
+  if (own_thread) previous = c->device;
+  if (previous != c->device) (void)cudaSetDevice(c->device);
   const cudaError_t e = gjemu::launch(stream, [c, ops = std::move(ops)] {
     run_group(c, ops);
     std::lock_guard<std::mutex> lock(c->m);
     --c->inflight;
     c->cv.notify_all();
   }, "nccl group");
-  (void)cudaSetDevice(previous);
+  if (previous != c->device) (void)cudaSetDevice(previous);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     std::lock_guard<std::mutex> lock(c->m);
@@ -642,22 +651,27 @@ ncclResult_t launch_group(ncclComm* c, std::vector<PendingOp> ops) {
       return ncclInvalidUsage;
     }
   }
-  if (!c->blocking && !c->connected_once) {
-    c->connected_once = true;
+  bool connects = false;
+  for (const PendingOp& op : ops) {
+    const int key = op.item.kind >= kSend ? 100 + op.item.root : op.item.kind;
+    connects = c->connected.insert(key).second || connects;
+  }
+  if (!c->blocking && connects) {
     int expected = ncclSuccess;
     if (c->async.compare_exchange_strong(expected, ncclInProgress)) {
       {
         std::lock_guard<std::mutex> lock(c->m);
         ++c->inflight;
       }
-      // Connection setup on the first collective of a nonblocking communicator: the call returns
+      // Connection setup (a new collective kind or peer) on a nonblocking communicator: the call returns
       // ncclInProgress before the operation is on the stream, which it reaches only when the
       // state turns to ncclSuccess. A caller that records an event or enqueues the next kernel
       // before polling ncclCommGetAsyncError out of ncclInProgress orders it before the
       // collective (with the real NCCL too), and the tests see it.
       c->helpers.emplace_back([c, stream, ops = std::move(ops)]() mutable {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        const cudaError_t e = enqueue_task(c, stream, std::move(ops));
+        (void)cudaSetDevice(c->device);
+        const cudaError_t e = enqueue_task(c, stream, std::move(ops), true);
         if (e != cudaSuccess) {
           comm_fail(c, ncclUnhandledCudaError, std::string("Cuda failure '") + cudaGetErrorString(e) +
                                                    "' enqueuing the first collective on its stream");
@@ -703,7 +717,14 @@ ncclResult_t enqueue(Item item, const void* send, void* recv, ncclComm* c, cudaS
     set_error("%s : invalid communicator", call);
     return ncclInvalidArgument;
   }
-  if (c->async.load() != ncclSuccess && c->async.load() != ncclInProgress) {
+  if (c->async.load() == ncclInProgress) {
+    set_error("%s : the communicator is still ncclInProgress (poll ncclCommGetAsyncError until it is ncclSuccess "
+              "before the next call)", call);
+    comm_fail(c, ncclInvalidUsage, t_last_error);
+    if (t_group_depth > 0) t_group_error = ncclInvalidUsage;
+    return ncclInvalidUsage;
+  }
+  if (c->async.load() != ncclSuccess) {
     set_error("%s : the communicator has an asynchronous error: %s", call, c->error.c_str());
     return static_cast<ncclResult_t>(c->async.load());
   }
@@ -887,7 +908,12 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
     return ncclSuccess;
   }
   int expected = ncclSuccess;
-  if (!comm->async.compare_exchange_strong(expected, ncclInProgress)) return static_cast<ncclResult_t>(expected);
+  if (!comm->async.compare_exchange_strong(expected, ncclInProgress)) {
+    if (expected != ncclInProgress) return static_cast<ncclResult_t>(expected);
+    set_error("ncclCommFinalize : the communicator is still ncclInProgress");
+    comm_fail(comm, ncclInvalidUsage, t_last_error);
+    return ncclInvalidUsage;
+  }
   comm->helpers.emplace_back([comm, bye] {
     bye();
     int in_progress = ncclInProgress;
@@ -910,6 +936,9 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   // queued stream work still refers to it.
   comm->aborted = true;
   if (comm->fd >= 0) ::shutdown(comm->fd, SHUT_RDWR);
+  // The real ncclCommAbort returns once the communicator's kernels have left the streams: work
+  // queued behind a stalled kernel keeps it waiting.
+  wait_idle(comm);
   std::lock_guard<std::mutex> lock(g_comms_mutex);
   for (auto it = g_comms.begin(); it != g_comms.end(); ++it)
     if (*it == comm) {
