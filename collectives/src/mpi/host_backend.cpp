@@ -13,6 +13,7 @@
 #include "mpi/mpi_check.h"
 #include "mpi/mpi_types.h"
 #include "mpi/mpi_wait.h"
+#include "mpi/small_allreduce.h"
 
 namespace gj {
 namespace {
@@ -63,6 +64,12 @@ class HostBackend final : public Backend {
       send = recv;
     }
     const std::size_t elem = dtype_size(dtype);
+    if (small_allreduce_fits(count * elem, size_)) {
+      if (send != recv) host::copy(recv, send, count * elem);
+      small_allreduce(recv, count, dtype, op, comm_, rank_, size_, small_scratch_);
+      finish(recv, count, dtype, op, scale);
+      return;
+    }
     const MPI_Datatype type = types_.datatype(dtype);
     const MPI_Op mpi_op = types_.op(dtype, op);
     for (std::size_t off = 0; off < count; off += kMaxMpiCount) {
@@ -285,6 +292,7 @@ class HostBackend final : public Backend {
   std::size_t fusion_bytes_ = 0;
   std::unique_ptr<char[]> scratch_;
   std::size_t scratch_bytes_ = 0;
+  std::vector<unsigned char> small_scratch_;
   bool aborted_ = false;
 };
 
