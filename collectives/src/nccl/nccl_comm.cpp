@@ -120,6 +120,7 @@ void Comm::complete(ncclResult_t result, const std::string& what) {
   if (result == ncclSuccess) result = async_state();
   while (result == ncclInProgress) {
     if (poll.expired()) time_out(what);
+    check_peers();  // setup or finalize waiting for a rank that left
     poll.pause();
     result = async_state();
   }
