@@ -8,8 +8,9 @@ namespace gj {
 
 namespace {
 
-// The variables outside GJ_COLL_* the library reads (config.h, NcclEnv).
-constexpr const char* kOtherNames[] = {"GJ_NCCL_LIBRARY", "NCCL_MULTI_RANK_GPU_ENABLE", "NCCL_HOSTID", "CUDA_HOME",
+// The variables outside GJ_COLL_* the library reads (config.h, NcclEnv; GJ_RANK_MONITOR_FD, the
+// rank wrapper's socket: peer/monitor.h).
+constexpr const char* kOtherNames[] = {"GJ_RANK_MONITOR_FD", "GJ_NCCL_LIBRARY", "NCCL_MULTI_RANK_GPU_ENABLE", "NCCL_HOSTID", "CUDA_HOME",
                                        "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX", "PATH", "HOME"};
 
 bool wanted(const std::string& name) {

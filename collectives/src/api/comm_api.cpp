@@ -15,6 +15,7 @@
 #include "dtype.h"
 #include "env.h"
 #include "mpi/mpi_check.h"
+#include "peer/monitor.h"
 #include "registry.h"
 #include "requests.h"
 #include "validate.h"
@@ -225,6 +226,8 @@ gjResult_t gjFinalize(void) {
       throw Error(gjInvalidUsage, std::string(call) + ": " + std::to_string(alive) +
                                       " communicator(s) still alive; gjCommDestroy them first");
     }
+    // A failing job: MPI_Finalize's fence would wait for ranks that never come.
+    if (!gj::peer::finish()) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (g_we_initialized_mpi.exchange(false) && !finalized) gj::mpi_check(MPI_Finalize(), "MPI_Finalize");

@@ -77,6 +77,8 @@ const char* gjGetErrorString(gjResult_t result) {
       return "timeout";
     case gjInternalError:
       return "internal error";
+    case gjPeerLost:
+      return "peer lost";
     default:
       return "unknown result code";
   }
