@@ -127,6 +127,26 @@ def named(operation):
     return wrap
 
 
+class naming:
+    """Context manager: the calls inside record on the track "<operation>.<name>" (or
+    "<operation>.noname.<n>"); what named() does, for a frontend whose calls run where no
+    decorator sits (a graph's callback)."""
+
+    def __init__(self, operation, name):
+        self._operation, self._name, self._token = operation, name, None
+
+    def __enter__(self):
+        if _writer is not None and _current_name.get() is None:
+            name, op = self._name, self._operation
+            track = f"{op}.{name}" if name is not None else f"{op}.noname.{next(_noname)}"
+            self._token = _current_name.set((track, op.upper()))
+
+    def __exit__(self, *exc):
+        if self._token is not None:
+            _current_name.reset(self._token)
+        return False
+
+
 def _track():
     current = _current_name.get()
     return current if current is not None else (f"gj.noname.{next(_noname)}", "COLLECTIVE")
