@@ -21,6 +21,7 @@ import tensorflow as tf
 from ..common import timeline as _timeline
 from ..common.exceptions import HorovodInternalError
 from . import _basics, _host
+from .exceptions import TensorFlowHorovodInternalError, translated
 from ._basics import global_process_set
 from .compression import Compression
 
@@ -72,7 +73,7 @@ def _call(what, operation, name, body, inputs, touts):
     """body(*numpy arrays) -> list of numpy arrays, run eagerly or as one numpy_function."""
     def named_body(*arrays):
         with _timeline.naming(operation, name):
-            return body(*arrays)
+            return translated(body, *arrays)
 
     if tf.executing_eagerly():
         outs = named_body(*[t.numpy() for t in inputs])
@@ -194,7 +195,7 @@ def grouped_allreduce(tensors, average=None, device_dense='', device_sparse='', 
 def _row_counts(x, process_set, what):
     """Every rank's first dimension of x (a graph-friendly int32 vector)."""
     d = tf.reshape(tf.shape(x)[0], [1])
-    return allgather(d, process_set=process_set, name=None)
+    return tf.reshape(allgather(d, process_set=process_set, name=None), [process_set.size()])
 
 
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
@@ -269,8 +270,9 @@ def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     values. One broadcast per variable, issued in list order."""
     variables = list(variables)
     for i, v in enumerate(variables):
-        if not isinstance(v, tf.Variable):
-            raise TypeError(f"broadcast_: variables[{i}] is a {type(v).__name__}, not a tf.Variable")
+        if not callable(getattr(v, "assign", None)):
+            raise TypeError(f"broadcast_: variables[{i}] is a {type(v).__name__}, not a variable (tf.Variable or "
+                            "keras.Variable)")
     return [v.assign(broadcast(v, root_rank, name=name, process_set=process_set)) for v in variables]
 
 
@@ -357,9 +359,9 @@ def grouped_reducescatter(tensors, device_dense='', compression=Compression.none
     """reducescatter of every tensor of the list in one graph op. Differentiable."""
     op = _op_of(op, None, what)
     if op == Adasum:
-        raise HorovodInternalError.disagreement(
+        raise TensorFlowHorovodInternalError.of(HorovodInternalError.disagreement(
             what, "op=Adasum combines whole tensors and is supported by allreduce and grouped_allreduce only "
-            "(as Horovod); use op=Average or op=Sum")
+            "(as Horovod); use op=Average or op=Sum"))
     pre, post = _factors(prescale_factor, postscale_factor, what)
     _ps(process_set, what)
     tensors = [as_tensor(t, what, f"tensors[{i}]") for i, t in enumerate(tensors)]
@@ -376,12 +378,12 @@ def barrier(process_set=global_process_set):
     what = "barrier"
     _ps(process_set, what)
     if tf.executing_eagerly():
-        _host.barrier(process_set, what)
+        translated(_host.barrier, process_set, what)
         return None
     _refuse_xla(what)
 
     def body():
-        _host.barrier(process_set, what)
+        translated(_host.barrier, process_set, what)
         return np.int32(0)
     return tf.numpy_function(body, [], tf.int32, stateful=True, name=f"GjBarrier_{next(_names)}")
 
