@@ -21,11 +21,15 @@ from bench_stats import median_ci
 CONTROLLERS = ("mpi", "gloo")
 
 
-def _route_iface(addr):
-    """The network interface this host reaches addr through (Horovod's Gloo binds to one)."""
-    out = subprocess.run(["ip", "-o", "route", "get", addr], capture_output=True, text=True, check=True).stdout
-    words = out.split()
-    return words[words.index("dev") + 1]
+def _global_ipv4():
+    """(interface, address) of this host's first global IPv4 address: what Horovod's Gloo binds
+    to and rank 0's rendezvous is reached at when the ranks span hosts."""
+    out = subprocess.run(["ip", "-o", "-4", "addr", "show", "scope", "global"], capture_output=True, text=True,
+                         check=True).stdout.split()
+    if "inet" not in out:
+        raise RuntimeError("no global IPv4 address on this host (ip -o -4 addr show scope global): "
+                           "Horovod's Gloo needs one to reach the other hosts")
+    return out[1], out[out.index("inet") + 1].split("/")[0]
 
 
 def _gloo_rendezvous():
@@ -46,8 +50,7 @@ def _gloo_rendezvous():
         server = RendezvousServer(verbose=0)
         port = server.start()
         server.init(plan)
-        addr = socket.gethostbyname(host) if gj.cross_size() > 1 else "127.0.0.1"
-        where = (addr, port)
+        where = (_global_ipv4()[1] if gj.cross_size() > 1 else "127.0.0.1", port)
     else:
         where = None
     addr, port = gj.broadcast_object(where, root_rank=0)
@@ -55,7 +58,7 @@ def _gloo_rendezvous():
     os.environ.update({
         "HOROVOD_GLOO_RENDEZVOUS_ADDR": addr, "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port),
         "HOROVOD_CONTROLLER": "gloo", "HOROVOD_CPU_OPERATIONS": "gloo",
-        "HOROVOD_GLOO_IFACE": _route_iface(addr), "HOROVOD_HOSTNAME": slot.hostname,
+        "HOROVOD_GLOO_IFACE": _global_ipv4()[0] if gj.cross_size() > 1 else "lo", "HOROVOD_HOSTNAME": slot.hostname,
         "HOROVOD_RANK": str(slot.rank), "HOROVOD_SIZE": str(slot.size),
         "HOROVOD_LOCAL_RANK": str(slot.local_rank), "HOROVOD_LOCAL_SIZE": str(slot.local_size),
         "HOROVOD_CROSS_RANK": str(slot.cross_rank), "HOROVOD_CROSS_SIZE": str(slot.cross_size)})

@@ -101,16 +101,13 @@ def main():
     steppers = steps(args, rank, strategy)
     modes = list(steppers)
 
-    def barrier():
-        hvd.allreduce(tf.constant(0.0), op=hvd.Sum).numpy()
-
     for _ in range(args.warmup):
         for fn in steppers.values():
             fn()
     wall = {m: [0.0] * args.steps for m in modes}
     for k in range(args.steps):
         for m in modes[k % len(modes):] + modes[:k % len(modes)]:
-            barrier()
+            hvd.barrier()
             t0 = time.perf_counter()
             steppers[m]()
             wall[m][k] = time.perf_counter() - t0
