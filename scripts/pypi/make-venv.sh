@@ -27,10 +27,12 @@ mkdir -p "$(dirname "$dir")"
 /usr/bin/python3 -m venv "${venv_args[@]}" "$dir" >&2
 plain=()
 no_deps=()
+no_isolation=()
 while read -r first rest; do
   case "$first" in
     @system-site-packages) ;;
     @no-deps) no_deps+=("$rest") ;;
+    @no-build-isolation) no_isolation+=("$rest") ;;
     @*) echo "make-venv.sh: unknown option \"$first\" in $pins" >&2; exit 2 ;;
     *) plain+=("$first") ;;
   esac
@@ -38,5 +40,8 @@ done <<<"$lines"
 pip=("$dir/bin/python" -m pip --disable-pip-version-check -q)
 [ ${#plain[@]} -eq 0 ] || "${pip[@]}" install "${plain[@]}" >&2
 [ ${#no_deps[@]} -eq 0 ] || "${pip[@]}" install --no-deps "${no_deps[@]}" >&2
+for req in "${no_isolation[@]}"; do
+  "${pip[@]}" install --no-build-isolation --no-binary "${req%%[=<>]*}" "$req" >&2
+done
 printf '%s\n' "$lines" >"$stamp"
 echo "$dir"
