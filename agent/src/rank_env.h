@@ -73,4 +73,19 @@ RankEnvSpec master_rank_env_spec(const std::vector<std::int64_t>& slots, const s
 std::vector<std::string> rank_exec_command(const std::string& self, const RankEnvSpec& spec,
                                            const std::vector<std::string>& command);
 
+inline constexpr const char* kRankMonitorFlag = "--monitor";
+
+// Master, at launch: the same command with `--monitor <endpoint>` (the job monitor's address,
+// sys/job_monitor.h) after the spec. A command that is not a --rank-exec one is returned as is.
+std::vector<std::string> with_rank_monitor(const std::vector<std::string>& command, const std::string& endpoint);
+
+// The rank mode's arguments after --rank-exec: <spec> [--monitor <endpoint>] -- <command...>.
+struct RankExecArgs {
+  std::string spec;
+  std::string monitor;  // empty: no job monitor
+  std::vector<std::string> command;
+};
+// Throws AgentError (kUsage) with the usage line.
+RankExecArgs parse_rank_exec_args(const std::vector<std::string>& args);
+
 }  // namespace gj

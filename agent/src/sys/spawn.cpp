@@ -135,6 +135,7 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
     if (options.new_process_group && ::setpgid(0, 0) != 0) child_report(report[1], 0, errno);
     if (devnull >= 0 && ::dup2(devnull, 0) < 0) child_report(report[1], 1, errno);
     if (out[1] >= 0 && (::dup2(out[1], 1) < 0 || ::dup2(out[1], 2) < 0)) child_report(report[1], 1, errno);
+    if (out[1] < 0 && options.stderr_fd >= 0 && ::dup2(options.stderr_fd, 2) < 0) child_report(report[1], 1, errno);
     if (options.foreground_tty && ::isatty(STDIN_FILENO) == 1) {
       // Like tini: the job's new process group takes the terminal, or reading it would stop
       // the job with SIGTTIN. Best effort (no terminal in most pods).

@@ -28,6 +28,7 @@ struct SpawnOptions {
   bool foreground_tty = false;     // with new_process_group: make it the terminal's foreground group
   bool keep_signal_state = false;  // leave the inherited mask and ignored signals as they are
   bool die_with_parent = false;    // the child gets SIGKILL when this process dies (PR_SET_PDEATHSIG)
+  int stderr_fd = -1;              // >= 0: the child's stderr (a rank wrapper's relay pipe); not with capture_output
   const Environment* environment = nullptr;  // the child's environment and PATH; nullptr: this process's
 };
 
