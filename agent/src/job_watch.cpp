@@ -81,6 +81,13 @@ std::size_t JobWatch::running() const {
   return n;
 }
 
+std::size_t JobWatch::running_with_library() const {
+  std::size_t n = 0;
+  for (const auto& [conn, r] : ranks_)
+    if (!r.departure && r.hello) ++n;
+  return n;
+}
+
 void JobWatch::broadcast(const std::string& line, int except, WatchStep& step) {
   for (const auto& [conn, r] : ranks_)
     if (conn != except && !r.departure) step.sends.push_back({conn, line});

@@ -73,6 +73,8 @@ class JobWatch {
   bool failing() const { return failing_; }
   // Connections that started and have not yet reported an exit or dropped.
   std::size_t running() const;
+  // Of those, the ones whose library said hello (they can be told `lost` and raise).
+  std::size_t running_with_library() const;
   const std::map<int, RankRecord>& ranks() const { return ranks_; }  // by connection
   std::optional<FailureReport> report() const;
 

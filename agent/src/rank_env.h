@@ -2,8 +2,8 @@
 // LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, and OMP_NUM_THREADS (the
 // pod's CPU allocation / its ranks, cpu_binding.h). mpiexec starts every rank
 // as `gj-mpirun --rank-exec <spec> -- <command...>` (the static binary every pod already has);
-// that small mode sets the variables from what the MPI flavour gives the rank and execs the
-// command. Pure: run_rank (roles.cpp) applies the result and sys/spawn.h execs.
+// that small mode sets the variables from what the MPI flavour gives the rank and runs the
+// command under the rank wrapper (sys/rank_guard.h). Pure: run_rank (roles.cpp) applies the result.
 #pragma once
 
 #include <cstdint>

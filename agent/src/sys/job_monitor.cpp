@@ -181,10 +181,18 @@ struct JobMonitor::State {
       for (int id : silent) drop(id, true);
       for (auto& [id, c] : conns) flush(id);
       // A failed rank's wrapper waits for its peers to be told and to end (rank_guard.h); once
-      // every rank has left, closing the connections lets the lingering wrappers go.
-      if (watch.failing() && watch.running() == 0 && !conns.empty()) {
-        for (auto& [id, c] : conns) ::close(c.fd);
-        conns.clear();
+      // no rank with the library is left to raise, closing the departed ranks' connections lets
+      // the lingering wrappers go (the launcher then ends the rest).
+      if (watch.failing() && watch.running_with_library() == 0) {
+        std::vector<int> departed;
+        for (auto& [id, c] : conns) {
+          const auto it = watch.ranks().find(id);
+          if (it != watch.ranks().end() && it->second.departure) departed.push_back(id);
+        }
+        for (int id : departed) {
+          ::close(conns[id].fd);
+          conns.erase(id);
+        }
       }
       const std::int64_t until = drain_until_ns;
       if (until != 0 && (watch.running() == 0 ||
