@@ -275,12 +275,13 @@ void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
 // Step 5, launch: the hostfile when the plan uses one, then mpiexec with the environment made
 // explicit (this process's, plus what the flavour needs in mpiexec's own), exec'd or supervised.
 // With the rank wrappers (the rank environment on), the job monitor listens and mpiexec is
-// always supervised: a rank that fails ends the job, and the summary comes at the end.
+// supervised (unless --no-supervise asks for exec in place): a rank that fails ends the job,
+// and the summary comes at the end.
 int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
   const AgentSettings& settings = job.spec.settings;
   std::optional<JobMonitor> monitor;
   LaunchPlan plan = job.plan;
-  if (plan.rank_env) {
+  if (plan.rank_env && settings.supervise != Supervise::Off) {
     monitor.emplace();
     plan.command = with_rank_monitor(plan.command, monitor->endpoint());
   }
