@@ -1,5 +1,6 @@
 #include "failure_summary.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 
@@ -47,7 +48,7 @@ std::vector<std::string> render_failure_summary(const FailureReport& rep) {
   const RankRecord& r = rep.first;
   std::vector<std::string> out;
   std::string head = "rank failure: " + who(r) + " " + departure_text(r);
-  if (r.departure) head += " at " + utc_time_text(r.departure->time_ns);
+  if (rep.left_ns > 0 && rep.left_ns != INT64_MAX) head += " at " + utc_time_text(rep.left_ns);
   out.push_back(head + "; it was the first rank to leave the job");
   if (r.departure && r.departure->oom_kill)
     out.push_back("  killed by the OOM killer (pod memory limit " + memory_limit_text(r.departure->memory_max) +

@@ -20,7 +20,10 @@ bool faulty(const RankRecord& r) {
 // A clean departure of a library rank: shutdown (or exit 0 after it).
 bool left_cleanly(const RankRecord& r) { return r.hello && r.leave_ns.has_value() && !faulty(r); }
 
+// When the rank left the job: its shutdown (`leave`: no collective from it after that), else
+// the program's end.
 std::int64_t departure_time(const RankRecord& r) {
+  if (r.leave_ns) return *r.leave_ns;
   if (r.departure) return r.departure->time_ns;
   return INT64_MAX;
 }
@@ -148,11 +151,26 @@ WatchStep JobWatch::on_line(int conn, const std::string& text, std::int64_t now_
       if (other.leave_ns) ++left;
     if (!failing_ && !end_ok_sent_ && r.size > 0 && left == static_cast<std::size_t>(r.size)) {
       end_ok_sent_ = true;
-      broadcast(format_monitor_line("end", {{"status", "ok"}}), -1, step);
+      // Every rank shut down; one that reported a failure on the way (it lost a peer) makes the
+      // end a failed one: no MPI_Finalize, whose fence would wait on a rank that is leaving.
+      std::string failed;
+      for (const auto& [c, other] : ranks_)
+        if (!other.fail_kind.empty() && failed.empty())
+          failed = "rank " + std::to_string(other.rank) + " failed: " + other.fail_reason;
+      if (failed.empty()) broadcast(format_monitor_line("end", {{"status", "ok"}}), -1, step);
+      else broadcast(format_monitor_line("end", {{"status", "failed"}}, failed), -1, step);
     }
   } else if (line->verb == "fail") {
     r.fail_kind = line->get("kind").value_or("error");
     r.fail_reason = line->reason.value_or("");
+    // The rank is about to fail (it lost a peer, its NCCL watchdog fired): the job is failing
+    // now, so its end is not held up by the time this rank takes to exit.
+    if (!failing_) {
+      failing_ = true;
+      step.job_failed_now = true;
+      failure_reason_ = "rank " + std::to_string(r.rank) + " (host " + r.pod + ") failed: " + r.fail_reason;
+      broadcast(format_monitor_line("end", {{"status", "failed"}}, failure_reason_), conn, step);
+    }
   } else if (line->verb == "tail") {
     r.stderr_tail.push_back(line->reason.value_or(""));
     if (r.stderr_tail.size() > kTailLines) r.stderr_tail.erase(r.stderr_tail.begin());
@@ -202,13 +220,14 @@ std::optional<FailureReport> JobWatch::report() const {
   // (exit 0 after gjFinalize) is the cause, not the rank that noticed.
   if (first->fail_kind == "peer-lost") {
     for (const RankRecord* r : by_time)
-      if (left_cleanly(*r) && departure_time(*r) <= departure_time(*first)) {
+      if (left_cleanly(*r) && departure_time(*r) < departure_time(*first)) {
         first = r;
         out.left_after_shutdown = true;
         break;
       }
   }
   out.first = *first;
+  out.left_ns = departure_time(*first);
   if (first->departure && first->departure->kind == Departure::Kind::Dropped) {
     out.pod_lost = true;
     for (const auto& [conn, r] : ranks_)

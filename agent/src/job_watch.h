@@ -56,6 +56,7 @@ struct WatchStep {
 // What the summary is made of.
 struct FailureReport {
   RankRecord first;                   // the rank whose departure made the job fail
+  std::int64_t left_ns = 0;           // when it left: its shutdown (`leave`), else its end
   bool left_after_shutdown = false;   // first left cleanly (shutdown, exit 0) before the others failed
   bool pod_lost = false;              // every rank of first's pod lost its connection
   std::vector<RankRecord> collateral; // the other ranks that left abnormally, in departure order

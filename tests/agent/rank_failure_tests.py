@@ -20,6 +20,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROG = os.path.join(HERE, "rank_failure_prog.py")
+TORCH_PROG = os.path.join(os.path.dirname(HERE), "torch", "rank_failure_torch.py")
 PYTHON = "/usr/bin/python3"
 SKIP = 77
 
@@ -58,9 +59,8 @@ def base_env(flavour, scratch):
     return env
 
 
-def run(gj, mode, env, prefix=()):
-    start = time.time()
-    p = subprocess.run([*prefix, gj, PROG, mode], env=env, capture_output=True, text=True, timeout=120)
+def run(gj, mode, env, prefix=(), prog=PROG):
+    p = subprocess.run([*prefix, gj, prog, mode], env=env, capture_output=True, text=True, timeout=120)
     return p, time.time()
 
 
@@ -98,6 +98,24 @@ def check_standin(p, departed):
     m = re.search(r"^STANDIN lost (lost rank=1 host=job-master-0 reason=.*) at ([0-9.]+)$", p.stdout, re.M)
     check(m, f"rank 0 (the library's stand-in) never got `lost rank=1`\n{p.stdout}\n{p.stderr}")
     check(float(m.group(2)) - departed < 2.0, f"`lost` reached rank 0 {float(m.group(2)) - departed:.2f} s after the departure")
+
+
+# gj.torch under gj-mpirun (tests/torch/rank_failure_torch.py): mode -> summary status, tail line.
+TORCH_CASES = {
+    "exit3": ("exited with code 3", "rank 1 line before leaving"),
+    "exit0": ("called shutdown and exited with code 0 while other ranks were still working", "rank 1 line before leaving"),
+    "raise": ("exited with code 1", "RuntimeError: boom in rank 1"),
+    "sigkill": ("killed by SIGKILL", "rank 1 line before leaving"),
+}
+
+
+def check_torch_raised(p, departed):
+    m = re.search(r"^RAISED ([0-9.]+) (.*)$", p.stdout, re.M)
+    check(m, f"rank 0 never raised HorovodInternalError\n{p.stdout}\n{p.stderr}")
+    check("rank 1 (host job-master-0)" in m.group(2), f"the error does not name rank 1 and its host: {m.group(2)}")
+    took = float(m.group(1)) - departed
+    check(took < 2.0, f"rank 0 raised {took:.2f} s after rank 1 left (want < 2 s)")
+    print(f"rank 0 raised {took * 1000:.0f} ms after rank 1 left: {m.group(2)}")
 
 
 def termination_log(env):
@@ -168,6 +186,13 @@ def main():
             # Rank 0 without the library would wait forever: the master ends the job itself.
             p, ended = run(gj, "exit3-plain", env)
             check_failure(p, ended, "exited with code 3", "rank 1 line before leaving")
+        elif case.startswith("torch-"):
+            how = case[len("torch-"):]
+            status, tail = TORCH_CASES[how]
+            p, ended = run(gj, how, env, prog=TORCH_PROG)
+            departed = check_failure(p, ended, status, tail)
+            check_torch_raised(p, departed)
+            print(f"the job ended {ended - departed:.2f} s after rank 1 left")
         elif case == "oom":
             group = memory_cgroup(scratch)
             prefix = ["/bin/sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh"]

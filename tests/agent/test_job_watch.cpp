@@ -127,8 +127,29 @@ TEST_CASE("job watch: a rank that shut down early is the cause when the peers fa
   REQUIRE(rep);
   CHECK(rep->first.rank == 1);
   CHECK(rep->left_after_shutdown);
+  CHECK(rep->left_ns == 50);
   REQUIRE(rep->collateral.size() == 1);
   CHECK(rep->collateral[0].rank == 0);
+}
+
+TEST_CASE("job watch: a rank that shut down and then failed left at its shutdown, before the peer it failed") {
+  gj::JobWatch w("T");
+  w.on_line(1, start(0, "p0"), 0);
+  w.on_line(2, start(1, "p0", 1), 0);
+  w.on_line(1, "hello rank=0 size=2", 0);
+  w.on_line(2, "hello rank=1 size=2", 0);
+  w.on_line(2, "leave time=50", 0);  // sys.exit(3): the exit hook shuts down first
+  const auto fail = w.on_line(1, "fail kind=peer-lost time=90 reason=rank 1 left the job", 0);
+  CHECK(fail.job_failed_now);  // the job ends from here, whenever rank 0 exits
+  CHECK(contains(lines_to(fail, 2), "end status=failed reason=rank 0 (host p0) failed: rank 1 left the job"));
+  w.on_line(1, "leave time=95", 0);  // rank 0's exit hook
+  w.on_line(1, "exit code=1 time=100", 0);
+  w.on_line(2, "exit code=3 time=150", 0);
+  const auto rep = w.report();
+  REQUIRE(rep);
+  CHECK(rep->first.rank == 1);
+  CHECK_FALSE(rep->left_after_shutdown);
+  CHECK(gj::departure_text(rep->first) == "exited with code 3");
 }
 
 TEST_CASE("job watch: exit 0 of a library rank without shutdown is a failure") {
@@ -172,6 +193,7 @@ TEST_CASE("failure summary: the fields, one line each") {
   d.oom_kill = true;
   d.memory_max = "536870912";
   rep.first.departure = d;
+  rep.left_ns = d.time_ns;
   gj::RankRecord c;
   c.rank = 0;
   c.pod = "job-master-0";
