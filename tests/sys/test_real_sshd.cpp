@@ -384,7 +384,7 @@ std::string read_log(int fd, std::string& log) {
 
 }  // namespace
 
-TEST_CASE("real sshd: the readiness probe leaves no error in a healthy worker's log (issue #27)") {
+TEST_CASE("real sshd: the readiness probe leaves no line in a healthy worker's log (issue #27)") {
   if (should_skip()) return;
   MountedSecret secret;
   TempDir run("/run");
@@ -417,7 +417,9 @@ TEST_CASE("real sshd: the readiness probe leaves no error in a healthy worker's 
   CHECK(healthy.find("kex_exchange_identification") == std::string::npos);
   for (const char* alarming : {"error", "fatal", "Broken pipe", "reset", "Bad protocol", "Invalid"})
     CHECK(healthy.find(alarming) == std::string::npos);
-  CHECK(healthy.find("[preauth]") != std::string::npos);  // sshd saw the probes: "Connection closed by ..."
+  // sshd logs each probe as "Connection closed by <addr> port <n> [preauth]"; the worker's log
+  // relay leaves exactly those lines out, so a healthy start shows none.
+  CHECK(healthy.find("Connection closed") == std::string::npos);
 
   // The bare TCP probe this replaces logs otherwise (so the checks above can fail): OpenSSH 9.2
   // the error line the issue is about, OpenSSH 10 a "Connection closed by <addr> port <n>" line
