@@ -5,16 +5,16 @@
 #  - GJ_TRAINING_POD_NAME, written by the platform per pod, likewise.
 #  - GJ_MH_FROM_MASTER is set only on the master and exported with --export: every rank sees it.
 #  - GJ_MH_API_TOKEN is exported too; its value must never appear in the master's log.
-#  Third argument: openmpi (default) or mpich (hydra; with -genvnone so per-pod values win).
+#  Third argument: openmpi (default), mpich or intel (hydra; with -genvnone so per-pod values win).
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$1" "$2"
 flavour=${3:-openmpi}
 flavour_env=() pod_env=()
 mh_flavour "$flavour"
-if [ "$flavour" = mpich ]; then
-  flavour_env=(GJ_MPI=mpich GJ_MPIEXEC=mpiexec.mpich)
-  pod_env=("${MH_MPICH_POD_ENV[@]}")
-fi
+case "$flavour" in
+  mpich) flavour_env=(GJ_MPI=mpich GJ_MPIEXEC=mpiexec.mpich) pod_env=("${MH_MPICH_POD_ENV[@]}") ;;
+  intel) pod_env=("${MH_FLAVOUR_ENV[@]}") ;;  # the image's PATH/LD_LIBRARY_PATH: every pod has them
+esac
 mh_up env 2
 master=env-master-0
 log=$(mh_podlog "$master")
