@@ -5,7 +5,7 @@
 # the OOM killer ends it). The master pod must exit with the rank's status, 7 or 137 (README
 # "Exit codes": once mpiexec runs, the job's status is the pod's), within 30 s; its log must
 # say so in one line; no rank, orted or hydra proxy may stay behind on any pod. Third argument:
-# openmpi (default) or mpich.
+# openmpi (default), mpich or intel.
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$1" "$2"
 mh_flavour "${3:-openmpi}"
