@@ -1092,32 +1092,37 @@ def test_static(sb):
     check("not a dynamic executable" in (l.stdout + l.stderr), l.stdout + l.stderr)
 
 
-def use_intel_mpi(env):
+def use_intel_mpi(env, named=False):
     """Makes env an image with Intel MPI's runtime (GJ_IMPI_ROOT, scripts/install-deps.sh --impi) first
     in PATH, so gj-mpirun detects it from `mpiexec --version` (no GJ_MPI), and programs built against
-    Debian's MPICH loading Intel MPI's libmpi.so.12 through GJ_IMPI_ABI_DIR (tests/impi)."""
+    Debian's MPICH loading Intel MPI's libmpi.so.12 through GJ_IMPI_ABI_DIR (tests/impi). named: Intel
+    MPI not in PATH (Open MPI's mpiexec is), but named: GJ_MPI=intel, GJ_MPIEXEC=<root>/bin/mpiexec.hydra."""
     root = os.environ.get("GJ_IMPI_ROOT", "/opt/gj-venvs/impi")
     abi = os.environ.get("GJ_IMPI_ABI_DIR", "")
     if not os.access(os.path.join(root, "bin", "mpiexec.hydra"), os.X_OK) or not abi or \
             not os.path.exists(os.path.join(abi, "libmpich.so.12")):
         skip(f"no Intel MPI runtime at GJ_IMPI_ROOT={root} (scripts/install-deps.sh --impi) or no "
              f"libmpich.so.12 in GJ_IMPI_ABI_DIR={abi!r}")
-    env.update({"PATH": os.path.join(root, "bin") + ":" + env["PATH"], "I_MPI_ROOT": root,
-                "LD_LIBRARY_PATH": abi + ":" + os.path.join(root, "lib")})
+    env.update({"I_MPI_ROOT": root, "LD_LIBRARY_PATH": abi + ":" + os.path.join(root, "lib")})
+    if named:
+        env.update({"GJ_MPI": "intel", "GJ_MPIEXEC": os.path.join(root, "bin", "mpiexec.hydra")})
+    else:
+        env["PATH"] = os.path.join(root, "bin") + ":" + env["PATH"]
 
 
 def test_real_mpi_job(sb):
     """The README's example: master with no workers, real mpiexec, a real MPI program on 2 local
-    slots; EXTRA[1] == "intel": under Intel MPI (the program built against MPICH)."""
+    slots; EXTRA[1] == "intel": under Intel MPI (the program built against MPICH), detected;
+    "intel-named": named by GJ_MPI=intel and GJ_MPIEXEC."""
     program = EXTRA[0]
-    intel = EXTRA[1:] == ["intel"]
+    intel = EXTRA[1:] in (["intel"], ["intel-named"])
     env = sb.env(master_cpu="2", replicas="0", mpi_host="")
     for k in ("GJ_MPIEXEC", "GJ_SSHD"):
         env.pop(k)
     env.update({"GJ_MASTER_HOST": "localhost", "GJ_NO_SSHD": "1", "OMPI_MCA_btl": "self,vader,tcp",
                 "OMPI_MCA_plm_rsh_agent": "false"})
     if intel:
-        use_intel_mpi(env)
+        use_intel_mpi(env, named=EXTRA[1] == "intel-named")
         env["I_MPI_DEBUG"] = "4"  # rank 0 names its library and fabric
     r = sb.run([program], env, timeout=120)
     expect_rc(r, 0, "real mpi job")
