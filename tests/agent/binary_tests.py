@@ -1166,7 +1166,8 @@ def test_real_mpi_over_ssh(sb):
     """Real Open MPI reaching a second "host" (127.0.0.2, not a local interface address, so Open
     MPI launches its daemon there over ssh) through the master's own sshd: the ssh options,
     copied key and port of the plan work, and a rank started over ssh sees the pod environment
-    through sshd's SetEnv (GJ_E2E_MARKER is not forwarded by mpiexec)."""
+    through sshd's SetEnv (GJ_E2E_MARKER is not forwarded by mpiexec). EXTRA[1] == "intel": the
+    same under Intel MPI (the program built against MPICH)."""
     program = EXTRA[0]
     real_sshd("real_mpi_over_ssh")
     sb.use_real_keypair()
@@ -1175,6 +1176,8 @@ def test_real_mpi_over_ssh(sb):
         env.pop(k)
     env.update({"GJ_SSH_PORT": str(free_port()), "GJ_MASTER_HOST": "127.0.0.1", "GJ_E2E_MARKER": "seen-over-ssh",
                 "OMPI_MCA_btl": "self,vader,tcp"})
+    if EXTRA[1:] == ["intel"]:
+        use_intel_mpi(env)  # Intel's hydra: -bootstrap ssh with the plan's ssh options
     r = sb.run(["--supervise", "--ready-timeout", "60", program, "GJ_E2E_MARKER"], env, timeout=150)
     expect_rc(r, 0, "real mpi over ssh")
     for rank in (0, 1):
