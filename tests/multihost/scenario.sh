@@ -58,9 +58,10 @@ MH_MPICH_POD_ENV=(UCX_TLS=tcp,self UCX_NET_DEVICES=eth0)
 # For Intel MPI pods: an image with Intel MPI's runtime at GJ_IMPI_ROOT (its bin first in PATH, so
 # gj-mpirun detects the flavour from `mpiexec --version`) and programs built against Debian's MPICH,
 # whose libmpich.so.12 resolves to Intel MPI's libmpi.so.12 through GJ_IMPI_ABI_DIR (the build's
-# impi-abi folder). Between pods only TCP: every "pod" shares one kernel, so Intel MPI's
-# shared-memory transport must not be tried across them (I_MPI_FABRICS=shm:ofi uses it within a
-# pod only, as on real nodes); libfabric's tcp provider on the pod's eth0 (docs/agent.md, "Intel MPI").
+# impi-abi folder). The fabrics a shared-memory + TCP cluster names (docs/agent.md, "Intel MPI"):
+# shared memory within a pod (Intel MPI groups ranks into nodes by host name, so never across
+# these pods of one kernel), libfabric's tcp provider on the pod's eth0 between pods. Intel's
+# defaults chose the same here; the pods set them as a platform's template would.
 MH_IMPI_POD_ENV=(I_MPI_FABRICS=shm:ofi FI_PROVIDER=tcp FI_TCP_IFACE=eth0)
 
 # mh_flavour <openmpi|mpich|intel>: sets MH_FLAVOUR and MH_FLAVOUR_ENV, what every pod of a job
