@@ -162,8 +162,9 @@ std::string help_text() {
   }
   out +=
       "\nExit codes: 0 ok; 2 usage; 3 bad environment; 4 no runnable plan; 5 workers not reachable;\n"
-      "6 sshd/key setup failed; 126 not executable; 127 not found; 1 internal error. Once mpiexec\n"
-      "runs, its exit status is gj-mpirun's (128+N when killed by signal N).\n";
+      "6 sshd/key setup failed; 7 a rank failed (the log ends with a summary of which and why);\n"
+      "126 not executable; 127 not found; 1 internal error. Once mpiexec runs and no rank failed,\n"
+      "its exit status is gj-mpirun's (128+N when killed by signal N).\n";
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "logging.h"
 #include "rank_env.h"
 #include "roles.h"
+#include "settings.h"
 #include "sys/process_registry.h"
 #include "sys/termination_log.h"
 #include "sys/warnings.h"
@@ -35,7 +36,7 @@ gj::EnvMap copy_environment() {
   return env;
 }
 
-int fail(int code, const std::string& raw_message, bool write_termination) {
+int fail(int code, const std::string& raw_message, bool write_termination, const gj::EnvMap& env) {
   // Values are quoted where a message is built; this catches text we did not write (strerror,
   // a child's output), so an error is always exactly one log line.
   const std::string message = gj::one_line(raw_message);
@@ -43,7 +44,14 @@ int fail(int code, const std::string& raw_message, bool write_termination) {
   // A failure after the master started its background sshd (gate deadline, key copy, exec)
   // must not leave that sshd behind.
   gj::terminate_owned_processes(std::chrono::milliseconds(500));
-  if (write_termination) gj::write_termination_message(message);
+  if (write_termination) {
+    std::string path = "/dev/termination-log";
+    try {
+      path = gj::resolve_settings_of(env, {"GJ_TERMINATION_LOG"}).termination_log;
+    } catch (const std::exception&) {  // a bad setting is reported already; the default path then
+    }
+    gj::write_termination_message_to(path, message);
+  }
   return code;
 }
 
@@ -81,10 +89,10 @@ int main(int argc, char** argv) {
                       spec.settings.log_level);
     return spec.role == gj::Role::Worker ? gj::run_worker(spec, env, cli) : gj::run_master(spec, env, cli);
   } catch (const gj::AgentError& e) {
-    return fail(e.exit_code, e.message, !dry_run);
+    return fail(e.exit_code, e.message, !dry_run, env);
   } catch (const gj::LaunchError& e) {
-    return fail(e.exit_code, e.message, !dry_run);
+    return fail(e.exit_code, e.message, !dry_run, env);
   } catch (const std::exception& e) {
-    return fail(gj::exit_code::kInternal, std::string("internal error: ") + e.what(), !dry_run);
+    return fail(gj::exit_code::kInternal, std::string("internal error: ") + e.what(), !dry_run, env);
   }
 }

@@ -190,4 +190,28 @@ std::vector<std::string> rank_exec_command(const std::string& self, const RankEn
   return out;
 }
 
+std::vector<std::string> with_rank_monitor(const std::vector<std::string>& command, const std::string& endpoint) {
+  if (command.size() < 4 || command[1] != kRankExecFlag || command[3] != "--") return command;
+  std::vector<std::string> out(command.begin(), command.begin() + 3);
+  out.push_back(kRankMonitorFlag);
+  out.push_back(endpoint);
+  out.insert(out.end(), command.begin() + 3, command.end());
+  return out;
+}
+
+RankExecArgs parse_rank_exec_args(const std::vector<std::string>& args) {
+  const std::string usage = std::string("usage: gj-mpirun ") + kRankExecFlag + " <spec> [" + kRankMonitorFlag +
+                            " <endpoint>] -- <command...> (gj-mpirun writes these arguments itself)";
+  RankExecArgs out;
+  std::size_t i = 1;
+  if (args.size() >= 3 && args[1] == kRankMonitorFlag) {
+    out.monitor = args[2];
+    i = 3;
+  }
+  if (args.size() < i + 2 || args[i] != "--") throw AgentError{exit_code::kUsage, usage};
+  out.spec = args[0];
+  out.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+  return out;
+}
+
 }  // namespace gj

@@ -2,8 +2,8 @@
 // LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, and OMP_NUM_THREADS (the
 // pod's CPU allocation / its ranks, cpu_binding.h). mpiexec starts every rank
 // as `gj-mpirun --rank-exec <spec> -- <command...>` (the static binary every pod already has);
-// that small mode sets the variables from what the MPI flavour gives the rank and execs the
-// command. Pure: run_rank (roles.cpp) applies the result and sys/spawn.h execs.
+// that small mode sets the variables from what the MPI flavour gives the rank and runs the
+// command under the rank wrapper (sys/rank_guard.h). Pure: run_rank (roles.cpp) applies the result.
 #pragma once
 
 #include <cstdint>
@@ -72,5 +72,20 @@ RankEnvSpec master_rank_env_spec(const std::vector<std::int64_t>& slots, const s
 // Master: [self, --rank-exec, spec, --, command...].
 std::vector<std::string> rank_exec_command(const std::string& self, const RankEnvSpec& spec,
                                            const std::vector<std::string>& command);
+
+inline constexpr const char* kRankMonitorFlag = "--monitor";
+
+// Master, at launch: the same command with `--monitor <endpoint>` (the job monitor's address,
+// sys/job_monitor.h) after the spec. A command that is not a --rank-exec one is returned as is.
+std::vector<std::string> with_rank_monitor(const std::vector<std::string>& command, const std::string& endpoint);
+
+// The rank mode's arguments after --rank-exec: <spec> [--monitor <endpoint>] -- <command...>.
+struct RankExecArgs {
+  std::string spec;
+  std::string monitor;  // empty: no job monitor
+  std::vector<std::string> command;
+};
+// Throws AgentError (kUsage) with the usage line.
+RankExecArgs parse_rank_exec_args(const std::vector<std::string>& args);
 
 }  // namespace gj

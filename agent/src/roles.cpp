@@ -29,6 +29,9 @@
 #include "sys/sshd_setup.h"
 #include "sys/private_files.h"
 #include "sys/rank_guard.h"
+#include "sys/job_monitor.h"
+#include "failure_summary.h"
+#include "rank_env.h"
 #include "sys/readiness.h"
 #include "session_env.h"
 
@@ -271,9 +274,18 @@ void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
 
 // Step 5, launch: the hostfile when the plan uses one, then mpiexec with the environment made
 // explicit (this process's, plus what the flavour needs in mpiexec's own), exec'd or supervised.
+// With the rank wrappers (the rank environment on), the job monitor listens and mpiexec is
+// supervised (unless --no-supervise asks for exec in place): a rank that fails ends the job,
+// and the summary comes at the end.
 int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
   const AgentSettings& settings = job.spec.settings;
-  const MpiexecCommand cmd = build_mpiexec_command(job.plan, req);
+  std::optional<JobMonitor> monitor;
+  LaunchPlan plan = job.plan;
+  if (plan.rank_env && settings.supervise != Supervise::Off) {
+    monitor.emplace();
+    plan.command = with_rank_monitor(plan.command, monitor->endpoint());
+  }
+  const MpiexecCommand cmd = build_mpiexec_command(plan, req);
   check_exec_size(cmd, env);
   if (cmd.hostfile) {
     ensure_private_dir(settings.state_dir, "GJ_STATE_DIR");
@@ -282,13 +294,26 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
   }
   const Environment environment = environment_block(env, cmd.env);
   spdlog::info("running: {}", shell_join(redacted_argv(cmd.argv)));
-  const int status = run_job(cmd.argv, should_supervise(settings.supervise), &environment);
+  JobEnd end;
+  if (monitor) end.requested = &monitor->end_requested();
+  const int status = run_job(cmd.argv, monitor.has_value() || should_supervise(settings.supervise), &environment,
+                             monitor ? &end : nullptr);
+  if (monitor) {
+    const JobWatch watch = monitor->finish(std::chrono::milliseconds(1500));
+    if (const auto report = watch.report()) {
+      for (const auto& line : render_failure_summary(*report)) spdlog::error("{}", line);
+      const std::string short_form = "rank failure: " + failure_short_form(*report);
+      write_termination_message_to(settings.termination_log, short_form);
+      spdlog::error("gj-mpirun exits with {} (a rank failed; mpiexec's own status was {})", exit_code::kRankFailed, status);
+      return exit_code::kRankFailed;
+    }
+  }
   // Supervised, the job's end is ours to report: one line in the pod log and the pod status
   // (mpiexec's own report, when it gives one, is several lines and differs per flavour).
   if (status != 0) {
     const std::string line = "mpiexec exited with status " + std::to_string(status) + "; gj-mpirun exits with it";
     spdlog::error("{}", line);
-    write_termination_message(line);
+    write_termination_message_to(settings.termination_log, line);
   }
   return status;
 }
@@ -308,27 +333,37 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
 }
 
 int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
-  if (args.size() < 3 || args[1] != "--")
-    throw AgentError{exit_code::kUsage, std::string("usage: gj-mpirun ") + kRankExecFlag + " <spec> -- <command...>"};
-  const RankEnv rank = rank_environment(env, decode_rank_env_spec(args[0]), read_cpu_facts().facts);
+  const RankExecArgs rank_args = parse_rank_exec_args(args);
+  const RankEnv rank = rank_environment(env, decode_rank_env_spec(rank_args.spec), read_cpu_facts().facts);
   for (const auto& w : rank.warnings) spdlog::warn("{}", w);
   EnvMap program_env = env;
   for (const auto& [name, value] : rank.set) program_env[name] = value;
   // Shell startup files of the ssh session (~/.bashrc of pyenv or conda images) may have put
   // another interpreter first in PATH: the rank runs with its pod's own PATH, which the worker
   // wrote down before it became sshd (sshd rewrites its own environment block).
-  const std::string state_dir = resolve_settings_of(env, {"GJ_STATE_DIR"}).state_dir;
-  if (const auto pod_path = read_pod_path(state_dir)) program_env["PATH"] = *pod_path;
-  const Environment environment = environment_block(program_env, {});
-  const std::vector<std::string> program(args.begin() + 2, args.end());
-  // Hydra (MPICH) gives each rank its PMI connection as PMI_FD, and does not end the job when a
-  // rank's program fails without MPI_Abort (sys/rank_guard.h). Open MPI sets no PMI_FD.
+  const AgentSettings settings = resolve_settings_of(env, {"GJ_STATE_DIR", "GJ_TERMINATION_LOG"});
+  if (const auto pod_path = read_pod_path(settings.state_dir)) program_env["PATH"] = *pod_path;
+  RankGuard guard;
+  guard.argv = rank_args.command;
+  guard.monitor = rank_args.monitor;
+  guard.termination_log = settings.termination_log;
+  const auto number = [&](const char* name) {
+    const auto v = env_value(program_env, name);
+    return v && !v->empty() && v->size() < 10 && v->find_first_not_of("0123456789") == std::string::npos ? std::stoi(*v) : -1;
+  };
+  guard.rank = number("RANK");
+  guard.size = number("WORLD_SIZE");
+  guard.local_rank = number("LOCAL_RANK");
+  const auto pod = env_value(env, "GJ_TRAINING_POD_NAME");
+  guard.pod = pod && !pod->empty() ? *pod : local_host_name();
+  // Hydra (MPICH) gives each rank its PMI connection as PMI_FD (sys/rank_guard.h). Open MPI sets no PMI_FD.
   if (const auto pmi = env_value(env, "PMI_FD")) {
     char* end = nullptr;
     const long fd = std::strtol(pmi->c_str(), &end, 10);
-    if (*end == '\0' && fd >= 0 && fd <= INT_MAX) return run_rank_guarded(program, static_cast<int>(fd), &environment);
+    if (*end == '\0' && fd >= 0 && fd <= INT_MAX) guard.pmi_fd = static_cast<int>(fd);
   }
-  exec_rank(program, environment);
+  guard.environment = environment_block(program_env, {});
+  return run_rank_guarded(guard);
 }
 
 int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {

@@ -212,9 +212,14 @@ std::vector<Setting> make_table() {
       Row("GJ_SUPERVISE").type(T::Choice).default_value("auto")
           .switch_flag("--supervise", "1",
                        "always supervise mpiexec (forward signals, reap zombies, end what the job left behind)")
-          .switch_flag("--no-supervise", "0", "exec mpiexec in place, even as PID 1")
-          .help("auto: supervise mpiexec (forward signals, reap zombies) only when gj-mpirun is PID 1; 1: always; 0: exec")
+          .switch_flag("--no-supervise", "0", "exec mpiexec in place, even as PID 1 (no job monitor, no failure summary)")
+          .help("auto: supervise mpiexec (the rank wrappers' job monitor, forward signals, reap zombies) when the ranks have "
+                "wrappers (GJ_RANK_ENV) or gj-mpirun is PID 1; 1: always; 0: exec in place (no job monitor)")
           .store(store_supervise),
+      Row("GJ_TERMINATION_LOG").value("F").default_value("/dev/termination-log")
+          .help("the pod's termination message file (Kubernetes shows it in the pod status): the master's exit "
+                "reason or rank failure summary, and a worker's failed rank")
+          .store(text(&AgentSettings::termination_log)),
       Row("GJ_LOG_LEVEL").flag("--log-level").value("L").type(T::Choice).default_value("info")
           .help("trace, debug, info, warn, error, off")
           .store(text(&AgentSettings::log_level)),

@@ -47,6 +47,7 @@ struct AgentSettings {
   std::string master_host;  // empty: <pod>.<job>
   bool rank_env = true;     // torchrun's RANK, WORLD_SIZE, ... for every rank
   std::string log_level;
+  std::string termination_log;  // the pod's termination message file
 };
 
 enum class SettingType { Text, Count, Port, Bool, Choice, List };

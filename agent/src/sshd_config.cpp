@@ -121,4 +121,19 @@ std::vector<std::string> sshd_argv(const std::string& sshd_path, const std::stri
 
 std::string sshd_config_path(const std::string& state_dir) { return state_dir + "/sshd_config"; }
 
+bool is_bare_preauth_close(const std::string& raw) {
+  std::string line = raw;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  const std::string head = "Connection closed by ", tail = " [preauth]";
+  if (line.size() <= head.size() + tail.size() || line.compare(0, head.size(), head) != 0 ||
+      line.compare(line.size() - tail.size(), tail.size(), tail) != 0)
+    return false;
+  const std::string mid = line.substr(head.size(), line.size() - head.size() - tail.size());  // "<addr> port <n>"
+  const auto sp = mid.find(" port ");
+  if (sp == std::string::npos || sp == 0) return false;
+  const std::string addr = mid.substr(0, sp), port = mid.substr(sp + 6);
+  if (addr.find_first_not_of("0123456789abcdefABCDEF.:") != std::string::npos) return false;
+  return !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+}
+
 }  // namespace gj

@@ -49,6 +49,13 @@ RenderedSshdConfig render_sshd_config(const SshdConfigSpec& spec);
 // reaps its sessions' orphans), -e logs to stderr (the pod log).
 std::vector<std::string> sshd_argv(const std::string& sshd_path, const std::string& config_path);
 
+// sshd's INFO line for a connection closed before authentication without any other word:
+// "Connection closed by 10.77.0.10 port 54260 [preauth]". The readiness gate's probe (which
+// exchanges identification strings and closes) leaves exactly this in a healthy pod's log, and
+// so the sshd log relay drops it; a real client that fails says more ("authenticating user",
+// "invalid user", a kex error), and those lines stay.
+bool is_bare_preauth_close(const std::string& line);
+
 // Where gj-mpirun writes the generated config inside the state dir.
 std::string sshd_config_path(const std::string& state_dir);
 

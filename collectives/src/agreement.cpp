@@ -5,6 +5,7 @@
 
 #include "error.h"
 #include "mpi/mpi_check.h"
+#include "mpi/mpi_wait.h"
 
 namespace gj {
 namespace {
@@ -112,8 +113,8 @@ std::uint64_t agree_min(MPI_Comm comm, const char* call, const Signature& sig, b
     n = 2 * kFields + 1;
   }
   v[n - 1] = offer;
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT64_T, MPI_MIN, comm),
-            std::string(call) + ": MPI_Allreduce(argument check)");
+  run_polled([&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_UINT64_T, MPI_MIN, comm, r); },
+             [&] { return std::string(call) + ": MPI_Iallreduce(argument check)"; });
   if (check) throw_on_difference(call, v);
   return v[n - 1];
 }

@@ -22,6 +22,7 @@
 #include "gj/collectives.h"
 #include "grouped.h"
 #include "mpi/mpi_check.h"
+#include "peer/monitor.h"
 #include "registry.h"
 #include "requests.h"
 #include "validate.h"
@@ -451,6 +452,7 @@ const char* gjGetErrorString(gjResult_t result) {
     case gjCudaError: return "CUDA error";
     case gjTimeout: return "timeout";
     case gjInternalError: return "internal error";
+    case gjPeerLost: return "peer lost";
     default: return "unknown result code";
   }
 }
@@ -845,6 +847,8 @@ gjResult_t gjFinalize(void) {
       throw Error(gjInvalidUsage, std::string(call) + ": " + std::to_string(alive) +
                                       " communicator(s) still alive; gjCommDestroy them first");
     }
+    // A failing job: MPI_Finalize's fence would wait for ranks that never come.
+    if (!gj::peer::finish()) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (g_we_initialized_mpi.exchange(false) && !finalized) gj::mpi_check(MPI_Finalize(), "MPI_Finalize");

@@ -1,5 +1,6 @@
 #include "comm.h"
 
+#include <atomic>
 #include <exception>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "log.h"
 #include "mpi/host_backend.h"
 #include "mpi/mpi_check.h"
+#include "peer/monitor.h"
 #ifdef GJ_HAVE_NCCL
 #include "nccl/nccl_backend.h"
 #endif
@@ -78,6 +80,7 @@ std::unique_ptr<shm::ShmAllreduce> make_shm(const gjComm& c, bool enabled, bool 
   options.timeout_ms = c.config.timeout_ms;  // a dead peer: gjTimeout instead of a hang
   options.wait = engine_wait(c.config.shm_wait, patient);
   auto shm = shm::ShmAllreduce::create(c.mpi, options, &why_not);
+  if (shm) shm->watch_peers(c.live);
   if (!shm) log(c.config, LogLevel::Info, c.rank, "shared-memory allreduce not used: " + why_not);
   return shm;
 #else
@@ -110,6 +113,18 @@ std::unique_ptr<Hierarchy> make_hierarchy(const gjComm& c, const Agreed& agreed)
 #endif
 }
 
+// Live communicators over MPI_COMM_WORLD's ranks in this process.
+std::atomic<int> g_world_comms{0};
+
+// The rank wrapper learns this rank's world rank when the first communicator over the world
+// exists (peer/monitor.h).
+void note_world(gjComm& c, MPI_Comm parent) {
+  int same = MPI_UNEQUAL;
+  mpi_check(MPI_Comm_compare(parent, MPI_COMM_WORLD, &same), "MPI_Comm_compare(MPI_COMM_WORLD)");
+  c.world = same == MPI_IDENT || same == MPI_CONGRUENT;
+  if (c.world && g_world_comms.fetch_add(1) == 0) peer::hello(c.rank, c.size);
+}
+
 std::string device_path() {
 #ifdef GJ_HAVE_NCCL
   return nccl_backend_description();
@@ -125,6 +140,7 @@ bool set_up(gjComm& c, int cpus) {
   mpi_check(MPI_Comm_rank(c.mpi, &c.rank), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(c.mpi, &c.size), "MPI_Comm_size");
   local_rank_and_size(c);
+  c.live = peer::Liveness::create(c.mpi);
   const Agreed agreed = agree(c);
   c.plan = on_all_ranks_or_none(c.mpi, "backend choice", [&] {
     return plan_backends(c.config, BackendFacts{kBuiltWithNccl, agreed.min_device_count});
@@ -148,6 +164,7 @@ bool set_up(gjComm& c, int cpus) {
 }  // namespace
 
 std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
+  peer::start();  // the rank socket, if this rank has a wrapper
   auto c = std::make_unique<gjComm>();
   // The environment is per rank; a bad GJ_COLL_* value anywhere fails every rank.
   if (inherit != nullptr) c->config = *inherit;
@@ -160,10 +177,12 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
     const bool patient = set_up(*c, cpus);
     mpi_check(MPI_Query_thread(&c->thread_level), "MPI_Query_thread");
     c->queue = std::make_unique<HostQueue>(c->mpi, *c->host, c->thread_level, patient, c->config.timeout_ms);
+    c->queue->watch_peers(c->live);
     c->control = std::make_unique<ControlChannel>(c->mpi, c->config.timeout_ms);
     log(c->config, LogLevel::Info, c->rank,
         std::string("progress thread: ") + (c->queue->patient() ? "patient" : "spinning") + " waits (" +
             std::to_string(c->local_size) + " ranks on the node, " + std::to_string(cpus) + " CPUs for this rank)");
+    note_world(*c, parent);
   } catch (...) {
     c->queue.reset();
     c->device.reset();
@@ -175,6 +194,8 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
 }
 
 void destroy_comm(std::unique_ptr<gjComm> c) {
+  // The last communicator over the world: this rank issues no more collectives.
+  if (c->world && g_world_comms.fetch_sub(1) == 1) peer::leave();
   c->queue.reset();  // every queued request runs first
   c->device.reset();
   c->host.reset();
@@ -183,6 +204,7 @@ void destroy_comm(std::unique_ptr<gjComm> c) {
 }
 
 void abort_comm(std::unique_ptr<gjComm> c) noexcept {
+  if (c->world) g_world_comms.fetch_sub(1);
   if (c->device) c->device->abort();
   if (c->host) c->host->abort();
   if (c->queue) c->queue->abort();  // queued requests fail; a running one is waited for

@@ -11,6 +11,7 @@
 #include "backend_choice.h"
 #include "config.h"
 #include "control.h"
+#include "peer/liveness.h"
 #include "queue.h"
 
 struct gjComm {
@@ -33,6 +34,9 @@ struct gjComm {
   }
   std::size_t fusion_threshold = 0;
   gj::BackendPlan plan;
+  // Whether its peers are still there (peer/liveness.h): every collective checks it first,
+  // and its waits ask it while unsatisfied. Declared before the backends, which borrow it.
+  std::shared_ptr<const gj::peer::Liveness> live;
   std::unique_ptr<gj::Backend> host;    // MPI (+ shared memory)
   std::unique_ptr<gj::Backend> device;  // NCCL once a device collective ran, or null
   int thread_level = MPI_THREAD_SINGLE;  // what MPI provides (MPI_Query_thread)
@@ -42,6 +46,9 @@ struct gjComm {
   // Small MAX allreduces outside the queue's order (control.h): gjIcontrolMax.
   std::unique_ptr<gj::ControlChannel> control;
   std::string last_error;
+  // Over MPI_COMM_WORLD's ranks (a duplicate of it): the rank wrapper hears `hello` when the
+  // first is created and `leave` when the last is destroyed (peer/monitor.h).
+  bool world = false;
 
   // The backend for a call's buffers (buffer_device: the device of its device buffers, -1 for
   // host buffers); throws gjUnsupported for device buffers without NCCL. The first call with a

@@ -23,9 +23,13 @@ struct Config {
   BackendChoice backend = BackendChoice::Auto;
   // GJ_COLL_FUSION_BYTES (default 64 MiB): fusion buffer size of gjGroupedAllReduce; 0 = off.
   std::size_t fusion_bytes = std::size_t{64} << 20;
-  // GJ_COLL_TIMEOUT_MS (default 300000): a device collective not complete after this long
-  // aborts the NCCL communicator and returns gjTimeout. 0 = wait forever.
-  long timeout_ms = 300000;
+  // GJ_COLL_TIMEOUT_MS (default 0 = wait for ever): a collective whose peer is alive but has
+  // not joined it after this long (counted from enqueue) fails: gjTimeout on the device and
+  // shared-memory paths, the job ended on the plain MPI path (stall_abort.h). Off by default,
+  // as in Horovod: a rank-0-only evaluation or checkpoint may keep the others waiting for
+  // many minutes, and a peer that left the job fails the collective at once anyway
+  // (gjPeerLost, peer/liveness.h), whatever this says.
+  long timeout_ms = 0;
   // GJ_COLL_SHM=1|0 (default 1): intra-node shared-memory path for host buffers when every
   // rank of the communicator is on one node.
   bool shm = true;

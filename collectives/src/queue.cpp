@@ -119,6 +119,13 @@ HostQueue::HostQueue(MPI_Comm comm, Backend& host, int thread_level, bool patien
 
 HostQueue::~HostQueue() { shutdown(); }
 
+void HostQueue::watch_peers(std::shared_ptr<const peer::PeerCheck> peers) {
+#if GJ_HAVE_SHM
+  if (arrivals_) arrivals_->watch_peers(peers);
+#endif
+  peers_ = std::move(peers);
+}
+
 void HostQueue::throw_if_failed(const char* call) const {
   if (!failed_) return;
   throw Error(failed_->code(), std::string(call) + ": the communicator stopped after a failed request (" +
@@ -240,6 +247,8 @@ void HostQueue::run_front(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
 
   const auto [code, message] = outcome([&] {
+    const peer::Watching watching(peers_.get());
+    check_peers();
     wait_for_arrivals(arrive());
     const Armed armed(stall_, first.call);
     if (!fusing) return execute(first);

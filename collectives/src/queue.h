@@ -30,6 +30,7 @@
 #include "backend.h"
 #include "config.h"
 #include "error.h"
+#include "peer/check.h"
 #include "stall_abort.h"
 #include "work.h"
 
@@ -86,6 +87,8 @@ class HostQueue {
   void run_blocking(const Work& w, Body&& body) {
     const bool fast = enter(w.call);
     try {
+      const peer::Watching watching(peers_.get());
+      check_peers();
       const Armed armed(stall_, w.call);
       if (w.agree_first) require_same_on_all_ranks(comm_, w.call, w.sig);
       body();
@@ -95,6 +98,9 @@ class HostQueue {
     }
     leave(fast);
   }
+  // From now on every collective first checks that no rank of the communicator is lost (then
+  // it fails with gjPeerLost at once), and the waits inside it ask peers (peer/check.h).
+  void watch_peers(std::shared_ptr<const peer::PeerCheck> peers);
   // Queues w; the completion reports its result. Throws gjInvalidUsage when MPI lacks
   // MPI_THREAD_MULTIPLE or an earlier request failed.
   std::shared_ptr<Completion> submit(Work w);
@@ -124,6 +130,10 @@ class HostQueue {
   void wait_for_arrivals(std::uint64_t n) const;
   void fail_all_queued(const std::string& why);
   void throw_if_failed(const char* call) const;
+  // A collective that starts after a rank of the communicator was lost can never complete.
+  void check_peers() const {
+    if (peers_) peers_->check_any(false);
+  }
 
   MPI_Comm comm_;
   Backend& host_;
@@ -144,6 +154,7 @@ class HostQueue {
   std::optional<Error> failed_;  // the first background failure; refuses all later work
   std::thread thread_;
   std::unique_ptr<shm::Arrivals> arrivals_;  // present when any rank of comm waits patiently
+  std::shared_ptr<const peer::PeerCheck> peers_;
 };
 
 }  // namespace gj

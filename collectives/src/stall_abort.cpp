@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "peer/monitor.h"
+
 namespace gj {
 namespace {
 
@@ -14,6 +16,7 @@ using Clock = std::chrono::steady_clock;
 void abort_job(const std::string& report) {
   std::fprintf(stderr, "%s\n", report.c_str());
   std::fflush(stderr);
+  peer::fail("stall", report);
   MPI_Abort(MPI_COMM_WORLD, kStallExitCode);
 }
 

@@ -420,10 +420,15 @@ def test_bad_inputs(sb):
 # ---- the exec path -----------------------------------------------------------------------
 
 def without_rank_exec(argv):
-    """argv with the rank-exec wrapper (gj-mpirun --rank-exec SPEC --) removed, checked present."""
+    """argv with the rank-exec wrapper (gj-mpirun --rank-exec SPEC [--monitor PORT,TOKEN,ADDR...] --)
+    removed, checked present."""
     i = argv.index("--rank-exec")
-    check(argv[i - 1] == GJ and argv[i + 2] == "--", f"rank-exec wrapper {argv[i - 1:i + 3]}")
-    return argv[:i - 1] + argv[i + 3:]
+    end = i + 2
+    if argv[end] == "--monitor":
+        check(re.fullmatch(r"\d+,[0-9a-f]{16}(,[0-9a-fA-F.:]+)+", argv[end + 1]), f"monitor endpoint {argv[end + 1]!r}")
+        end += 2
+    check(argv[i - 1] == GJ and argv[end] == "--", f"rank-exec wrapper {argv[i - 1:end + 1]}")
+    return argv[:i - 1] + argv[end + 1:]
 
 
 def test_rank_env_dry_run(sb):

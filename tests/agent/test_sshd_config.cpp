@@ -168,3 +168,20 @@ TEST_CASE("sshd_config: PerSourcePenalties off only where sshd knows the keyword
   s.no_per_source_penalties = true;
   CHECK(has_penalties(gj::render_sshd_config(s)));
 }
+
+TEST_CASE("sshd log relay: only the bare preauth close of a readiness probe is left out") {
+  struct Row {
+    const char* line;
+    bool dropped;
+  };
+  auto row = GENERATE(Row{"Connection closed by 10.77.0.10 port 54260 [preauth]", true},
+                      Row{"Connection closed by fd00::2 port 22 [preauth]", true},
+                      Row{"Connection closed by authenticating user root 10.77.0.10 port 5 [preauth]", false},
+                      Row{"Connection closed by invalid user bob 10.0.0.1 port 5 [preauth]", false},
+                      Row{"kex_exchange_identification: Connection closed by remote host", false},
+                      Row{"Connection closed by 127.0.0.1 port 40944", false},
+                      Row{"Accepted publickey for root from 10.77.0.10 port 50382 ssh2: RSA SHA256:x", false},
+                      Row{"Connection closed by 10.77.0.10 port 54260 [preauth] extra", false});
+  INFO(row.line);
+  CHECK(gj::is_bare_preauth_close(row.line) == row.dropped);
+}

@@ -1,4 +1,5 @@
-// run_rank_guarded: a rank's program under hydra; a failure is reported on the PMI connection.
+// run_rank_guarded without a job monitor: a rank's program under hydra; a failure is reported on
+// the PMI connection.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,6 +28,15 @@ std::string pending_text(int fd) {
   return out;
 }
 
+// The guard as hydra's rank runs it without a job monitor.
+int guarded(const std::vector<std::string>& argv, int pmi_fd) {
+  gj::RankGuard g;
+  g.argv = argv;
+  g.pmi_fd = pmi_fd;
+  g.environment = {"PATH=/usr/bin:/bin"};
+  return gj::run_rank_guarded(g);
+}
+
 struct PmiPair {
   int fds[2] = {-1, -1};
   PmiPair() { REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0); }
@@ -48,7 +58,7 @@ TEST_CASE("rank guard: the program's exit code is the rank's - a failure asks th
                       Row{"exit 1", 1, "cmd=abort exitcode=1\n"});
   INFO(row.script);
   PmiPair pmi;
-  CHECK(gj::run_rank_guarded({"/bin/sh", "-c", row.script}, pmi.fds[1]) == row.code);
+  CHECK(guarded({"/bin/sh", "-c", row.script}, pmi.fds[1]) == row.code);
   CHECK(pending_text(pmi.fds[0]) == row.reported);
 }
 
@@ -57,7 +67,7 @@ TEST_CASE("rank guard: a program killed by a signal is reported as 128+N and the
   const pid_t guard = ::fork();
   REQUIRE(guard >= 0);
   if (guard == 0) {
-    const int rc = gj::run_rank_guarded({"/bin/sh", "-c", "kill -USR1 $$"}, pmi.fds[1]);
+    const int rc = guarded({"/bin/sh", "-c", "kill -USR1 $$"}, pmi.fds[1]);
     _exit(rc == 0 ? 100 : 101);  // not reached: the guard raises the signal itself
   }
   int st = 0;
@@ -79,7 +89,7 @@ TEST_CASE("rank guard: SIGTERM to the rank reaches its program - ignored signals
     const std::string script = "trap 'exit 42' TERM; kill -HUP $$; echo x >&" + std::to_string(ready[1]) +
                                "; while :; do sleep 0.05; done";
     ::fcntl(ready[1], F_SETFD, 0);  // the script writes to it
-    _exit(gj::run_rank_guarded({"/bin/sh", "-c", script}, pmi.fds[1]));
+    _exit(guarded({"/bin/sh", "-c", script}, pmi.fds[1]));
   }
   ::close(ready[1]);
   char c = 0;

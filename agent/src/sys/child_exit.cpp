@@ -18,6 +18,12 @@ int shell_status(int wait_status) {
 }
 
 std::optional<int> poll_exit(int pid) {
+  const auto st = poll_wait_status(pid);
+  if (!st) return std::nullopt;
+  return shell_status(*st);
+}
+
+std::optional<int> poll_wait_status(int pid) {
   int st = 0;
   int r;
   do r = ::waitpid(pid, &st, WNOHANG);
@@ -25,7 +31,7 @@ std::optional<int> poll_exit(int pid) {
   if (r == 0) return std::nullopt;
   if (r < 0) throw_syscall_error("waitpid(" + std::to_string(pid) + ")", errno);
   forget_owned(pid);
-  return shell_status(st);
+  return st;
 }
 
 int wait_status(int pid) {

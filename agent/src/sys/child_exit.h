@@ -15,6 +15,8 @@ inline constexpr int kForwardedSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SI
 
 // waitpid(pid, WNOHANG): nullopt while running, else the shell-style status.
 std::optional<int> poll_exit(int pid);
+// waitpid(pid, WNOHANG): nullopt while running, else the raw wait status.
+std::optional<int> poll_wait_status(int pid);
 // Blocking waitpid; the raw wait status (WIFSIGNALED etc. apply).
 int wait_status(int pid);
 // Blocking waitpid; shell-style status.

@@ -1,20 +1,49 @@
 #include "rank_guard.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <optional>
+
 #include "child_exit.h"
+#include "failure_summary.h"
+#include "internal.h"
+#include "monitor_line.h"
 #include "spawn.h"
+#include "termination_log.h"
+#include "text.h"
+#include "warnings.h"
 
 namespace gj {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// How long a wrapper whose program failed stays up before it exits (a termination signal ends
+// the wait): the monitor tells the other ranks at once, and their library raises within 2 s.
+constexpr auto kFailureLinger = std::chrono::milliseconds(2000);
+constexpr auto kPingInterval = std::chrono::seconds(1);
+constexpr auto kConnectTimeout = std::chrono::milliseconds(1500);
+constexpr std::size_t kTailLineMax = 400;
+
 volatile sig_atomic_t g_program_pid = 0;
 volatile sig_atomic_t g_early_signal = 0;  // arrived before the program's pid was known
+volatile sig_atomic_t g_termination = 0;   // a launcher's SIGTERM/SIGINT/SIGHUP/SIGQUIT arrived
 
 extern "C" void pass_on(int sig) {
+  if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT) g_termination = sig;
   if (g_program_pid > 0) {
     ::kill(g_program_pid, sig);
   } else {
@@ -29,7 +58,7 @@ void pass_signals_on() {
     if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN) continue;
     struct sigaction sa {};
     sa.sa_handler = pass_on;
-    sa.sa_flags = SA_RESTART;
+    sa.sa_flags = 0;  // poll returns EINTR, so the loop sees g_termination at once
     sigemptyset(&sa.sa_mask);
     ::sigaction(sig, &sa, nullptr);
   }
@@ -41,34 +70,359 @@ void ask_launcher_to_abort(int pmi_fd, int status) {
   (void)n;
 }
 
+std::int64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// The pod's cgroup v2 directory: this process's "0::<path>" under /sys/fs/cgroup (in a pod with
+// its own cgroup namespace the path is "/", the container's cgroup).
+std::string cgroup_dir() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.compare(0, 3, "0::") == 0) return "/sys/fs/cgroup" + (line.size() > 3 && line[3] == '/' && line.size() == 4 ? std::string() : line.substr(3));
+  return "/sys/fs/cgroup";
+}
+
+std::optional<long long> oom_kills(const std::string& dir) {
+  std::ifstream in(dir + "/memory.events");
+  std::string key;
+  long long value = 0;
+  while (in >> key >> value)
+    if (key == "oom_kill") return value;
+  return std::nullopt;
+}
+
+std::string memory_max(const std::string& dir) {
+  std::ifstream in(dir + "/memory.max");
+  std::string v;
+  in >> v;
+  return v;
+}
+
+// One blocking connect with a deadline; -1 on failure.
+int connect_to(const std::string& address, int port) {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  int family = AF_INET;
+  if (address.find(':') != std::string::npos) {
+    auto* a6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    if (::inet_pton(AF_INET6, address.c_str(), &a6->sin6_addr) != 1) return -1;
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons(static_cast<std::uint16_t>(port));
+    len = sizeof *a6;
+    family = AF_INET6;
+  } else {
+    auto* a4 = reinterpret_cast<sockaddr_in*>(&ss);
+    if (::inet_pton(AF_INET, address.c_str(), &a4->sin_addr) != 1) return -1;
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(static_cast<std::uint16_t>(port));
+    len = sizeof *a4;
+  }
+  const int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 && errno != EINPROGRESS) {
+    ::close(fd);
+    return -1;
+  }
+  pollfd p{fd, POLLOUT, 0};
+  int err = 0;
+  socklen_t elen = sizeof err;
+  if (::poll(&p, 1, static_cast<int>(kConnectTimeout.count())) != 1 ||
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// "<port>,<token>,<address>,..." -> a connected socket, the first address that answers.
+int connect_monitor(const std::string& endpoint, std::string* token) {
+  const auto parts = split(endpoint, ',');
+  if (parts.size() < 3) return -1;
+  const int port = std::atoi(parts[0].c_str());
+  *token = parts[1];
+  for (std::size_t i = 2; i < parts.size(); ++i)
+    if (const int fd = connect_to(parts[i], port); fd >= 0) return fd;
+  return -1;
+}
+
+void send_all(int& fd, const std::string& text) {
+  if (fd < 0) return;
+  std::size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::send(fd, text.data() + off, text.size() - off, MSG_NOSIGNAL);
+    if (n > 0) {
+      off += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      if (::poll(&p, 1, 1000) == 1) continue;
+    }
+    ::close(fd);  // the master is gone; the rank runs on without it
+    fd = -1;
+    return;
+  }
+}
+
+void write_raw(int fd, const char* data, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    data += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+class Wrapper {
+ public:
+  explicit Wrapper(const RankGuard& g) : g_(g), cgroup_(cgroup_dir()) {}
+
+  int run() {
+    oom_before_ = oom_kills(cgroup_);
+    if (!g_.monitor.empty()) {
+      monitor_ = connect_monitor(g_.monitor, &token_);
+      if (monitor_ < 0)
+        warn("rank " + std::to_string(g_.rank) + ": cannot reach the master's job monitor at " + g_.monitor +
+             "; a failure of this rank will not be summarised");
+    }
+    start_program();
+    if (monitor_ >= 0)
+      send_all(monitor_, format_monitor_line("start", {{"token", token_}, {"rank", std::to_string(g_.rank)},
+                                                       {"size", std::to_string(g_.size)}, {"local", std::to_string(g_.local_rank)},
+                                                       {"pod", g_.pod}, {"pid", std::to_string(pid_)}}) + "\n");
+    const int st = watch();
+    return finish(st);
+  }
+
+ private:
+  void start_program() {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) throw_syscall_error("socketpair (the rank socket)", errno);
+    lib_ = pair[0];
+    ::fcntl(lib_, F_SETFD, FD_CLOEXEC);
+    int err[2];
+    if (::pipe2(err, O_CLOEXEC) != 0) throw_syscall_error("pipe2 (the rank's stderr relay)", errno);
+    err_ = err[0];
+    Environment env = g_.environment;
+    env.push_back("GJ_RANK_MONITOR_FD=" + std::to_string(pair[1]));
+    // Installed before the fork: the child's caught signals return to their defaults at exec,
+    // and one arriving before that finds no pid to pass it to.
+    pass_signals_on();
+    SpawnOptions opt;
+    opt.stdin_devnull = false;  // the rank's stdin is the launcher's
+    opt.keep_signal_state = true;
+    opt.die_with_parent = true;
+    opt.environment = &env;
+    opt.stderr_fd = err[1];
+    ChildProcess program;
+    try {
+      program = spawn_process(g_.argv, opt);
+    } catch (...) {
+      ::close(pair[1]);
+      ::close(err[1]);
+      throw;
+    }
+    ::close(pair[1]);
+    ::close(err[1]);
+    pid_ = program.pid;
+    g_program_pid = program.pid;
+    if (const int early = g_early_signal; early != 0) ::kill(program.pid, early);
+  }
+
+  void relay_stderr(bool final) {
+    char buf[8192];
+    for (;;) {
+      const ssize_t n = ::read(err_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (n == 0 || errno != EAGAIN) {
+          ::close(err_);
+          err_ = -1;
+        }
+        break;
+      }
+      write_raw(2, buf, static_cast<std::size_t>(n));
+      partial_.append(buf, static_cast<std::size_t>(n));
+      for (auto& line : take_lines(partial_, kTailLineMax)) keep_line(line);
+      if (!final) break;  // one read per wakeup keeps the loop responsive
+    }
+    if (final && !partial_.empty()) {
+      keep_line(partial_.substr(0, kTailLineMax));
+      partial_.clear();
+    }
+  }
+
+  void keep_line(std::string line) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    tail_.push_back(std::move(line));
+    if (tail_.size() > 20) tail_.pop_front();
+  }
+
+  // The library's lines go to the monitor, with the time they arrived.
+  void from_library() {
+    char buf[4096];
+    const ssize_t n = ::recv(lib_, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n <= 0) {
+      ::close(lib_);
+      lib_ = -1;
+      return;
+    }
+    lib_in_.append(buf, static_cast<std::size_t>(n));
+    for (const auto& text : take_lines(lib_in_)) {
+      auto line = parse_monitor_line(text);
+      if (!line || (line->verb != "hello" && line->verb != "leave" && line->verb != "fail")) continue;
+      if (line->verb == "fail") fail_kind_ = line->get("kind").value_or("error"), fail_reason_ = line->reason.value_or("");
+      std::vector<std::pair<std::string, std::string>> fields(line->fields.begin(), line->fields.end());
+      fields.emplace_back("time", std::to_string(realtime_ns()));
+      send_all(monitor_, format_monitor_line(line->verb, fields, line->reason) + "\n");
+    }
+  }
+
+  // The monitor's lines go to the library; its end (the master gone) ends the program.
+  void from_monitor() {
+    char buf[4096];
+    const ssize_t n = ::recv(monitor_, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n <= 0) {
+      ::close(monitor_);
+      monitor_ = -1;
+      if (!exited_) end_program("the master's job monitor closed its connection");
+      return;
+    }
+    mon_in_.append(buf, static_cast<std::size_t>(n));
+    for (const auto& text : take_lines(mon_in_)) {
+      const auto line = parse_monitor_line(text);
+      if (!line) continue;
+      if (line->verb == "end" && line->get("status") == std::string("failed")) job_failed_ = true;
+      if (lib_ >= 0) send_all(lib_, text + "\n");
+    }
+  }
+
+  void end_program(const std::string& why) {
+    if (kill_at_) return;
+    (void)why;
+    ::kill(pid_, SIGTERM);
+    kill_at_ = Clock::now() + std::chrono::seconds(2);
+  }
+
+  int watch() {
+    auto next_ping = Clock::now() + kPingInterval;
+    for (;;) {
+      if (const auto st = poll_wait_status(pid_)) {
+        exited_ = true;
+        departure_ns_ = realtime_ns();
+        g_program_pid = 0;
+        return *st;
+      }
+      if (kill_at_ && Clock::now() >= *kill_at_) ::kill(pid_, SIGKILL);
+      pollfd fds[3] = {{err_, POLLIN, 0}, {lib_, POLLIN, 0}, {monitor_, POLLIN, 0}};
+      ::poll(fds, 3, 50);
+      if (err_ >= 0 && fds[0].revents != 0) relay_stderr(false);
+      if (lib_ >= 0 && fds[1].revents != 0) from_library();
+      if (monitor_ >= 0 && fds[2].revents != 0) from_monitor();
+      if (monitor_ >= 0 && Clock::now() >= next_ping) {
+        send_all(monitor_, "ping\n");
+        next_ping = Clock::now() + kPingInterval;
+      }
+    }
+  }
+
+  int finish(int st) {
+    // What the program wrote last (its traceback) is in the pipe; its own children may hold the
+    // pipe open, so read what is there, not to EOF.
+    if (err_ >= 0) {
+      ::fcntl(err_, F_SETFL, O_NONBLOCK);
+      relay_stderr(true);
+    }
+    if (lib_ >= 0) from_library();  // a `leave` or `fail` sent just before the exit
+    const auto oom_after = oom_kills(cgroup_);
+    const bool oom = oom_before_ && oom_after && *oom_after > *oom_before_;
+    const bool failed = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    if (monitor_ >= 0) {
+      std::string out;
+      for (const auto& line : tail_) out += format_monitor_line("tail", {}, line) + "\n";
+      std::vector<std::pair<std::string, std::string>> fields;
+      if (WIFSIGNALED(st)) fields.emplace_back("signal", std::to_string(WTERMSIG(st)));
+      else fields.emplace_back("code", std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 1));
+      fields.emplace_back("time", std::to_string(departure_ns_));
+      fields.emplace_back("oom", oom ? "1" : "0");
+      fields.emplace_back("memmax", memory_max(cgroup_));
+      out += format_monitor_line("exit", fields) + "\n";
+      send_all(monitor_, out);
+    }
+    if (failed && !job_failed_ && g_termination == 0) write_own_termination_log(st, oom);
+    if (failed && monitor_ >= 0) linger();
+    if (failed && monitor_ < 0 && g_.pmi_fd >= 0) ask_launcher_to_abort(g_.pmi_fd, shell_status(st));
+    if (WIFSIGNALED(st)) {
+      const int sig = WTERMSIG(st);
+      ::signal(sig, SIG_DFL);
+      sigset_t only;
+      sigemptyset(&only);
+      sigaddset(&only, sig);
+      ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+      ::raise(sig);
+    }
+    return shell_status(st);
+  }
+
+  // This rank failed first as far as this pod knows: its line for `kubectl describe pod`.
+  void write_own_termination_log(int st, bool oom) {
+    if (g_.termination_log.empty()) return;
+    RankRecord r;
+    r.rank = g_.rank;
+    r.local_rank = g_.local_rank;
+    r.pod = g_.pod;
+    r.fail_kind = fail_kind_;
+    r.fail_reason = fail_reason_;
+    r.stderr_tail.assign(tail_.begin(), tail_.end());
+    Departure d;
+    d.kind = WIFSIGNALED(st) ? Departure::Kind::Signalled : Departure::Kind::Exited;
+    d.code = WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st);
+    d.oom_kill = oom;
+    d.memory_max = memory_max(cgroup_);
+    r.departure = d;
+    write_termination_message_to(g_.termination_log, "rank failure: " + rank_short_form(r));
+  }
+
+  // Up to kFailureLinger, until the monitor closes or a launcher's termination signal comes.
+  void linger() {
+    const auto until = Clock::now() + kFailureLinger;
+    while (monitor_ >= 0 && g_termination == 0 && Clock::now() < until) {
+      pollfd p{monitor_, POLLIN, 0};
+      if (::poll(&p, 1, 50) == 1) {
+        char buf[512];
+        const ssize_t n = ::recv(monitor_, buf, sizeof buf, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;
+      }
+    }
+  }
+
+  const RankGuard& g_;
+  std::string cgroup_;
+  std::optional<long long> oom_before_;
+  int monitor_ = -1;
+  int lib_ = -1;
+  int err_ = -1;
+  int pid_ = -1;
+  std::string token_;
+  std::string partial_, lib_in_, mon_in_;
+  std::deque<std::string> tail_;
+  std::string fail_kind_, fail_reason_;
+  bool exited_ = false;
+  bool job_failed_ = false;
+  std::int64_t departure_ns_ = 0;
+  std::optional<Clock::time_point> kill_at_;
+};
+
 }  // namespace
 
-int run_rank_guarded(const std::vector<std::string>& argv, int pmi_fd, const Environment* environment) {
-  // Installed before the fork: the child's caught signals return to their defaults at exec,
-  // and one arriving before that finds no pid to pass it to.
-  pass_signals_on();
-  SpawnOptions opt;
-  opt.stdin_devnull = false;  // the rank's stdin is the launcher's
-  opt.keep_signal_state = true;
-  opt.die_with_parent = true;
-  opt.environment = environment;
-  const ChildProcess program = spawn_process(argv, opt);
-  g_program_pid = program.pid;
-  if (const int early = g_early_signal; early != 0) ::kill(program.pid, early);
-  const int st = wait_status(program.pid);
-  g_program_pid = 0;
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
-  ask_launcher_to_abort(pmi_fd, shell_status(st));
-  if (WIFSIGNALED(st)) {
-    const int sig = WTERMSIG(st);
-    ::signal(sig, SIG_DFL);
-    sigset_t only;
-    sigemptyset(&only);
-    sigaddset(&only, sig);
-    ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
-    ::raise(sig);
-  }
-  return shell_status(st);
-}
+int run_rank_guarded(const RankGuard& guard) { return Wrapper(guard).run(); }
 
 }  // namespace gj

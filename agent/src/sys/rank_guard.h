@@ -1,10 +1,14 @@
-// A rank under MPICH's hydra whose program may die. Hydra ends the whole job when a rank calls
-// MPI_Abort, but when a rank's program exits non-zero (or is killed) without it, hydra ends
-// only that host's ranks: the ranks on the other hosts wait in their next collective and
-// mpiexec never returns (measured with MPICH 4.0.2, ch4:ucx; docs/multihost.md). Open MPI ends
-// the job itself. So under hydra the rank's gj-mpirun stays the program's parent and, when the
-// program fails, asks hydra to abort the job with the program's status, on the PMI connection
-// hydra gave the rank (PMI_FD), as MPI_Abort would.
+// The rank wrapper: every rank's program runs under `gj-mpirun --rank-exec`, which stays its
+// parent whatever the MPI flavour. It relays the program's stderr (keeping the last lines), reads
+// the pod's cgroup v2 memory.events oom_kill before and after, gives the program the rank socket
+// (GJ_RANK_MONITOR_FD, docs/collectives.md "Failure") and reports to the master's job monitor
+// (job_monitor.h) over TCP: start, the library's hello/leave/fail, the program's exit or signal
+// with its time of departure and stderr tail; it forwards the monitor's `lost`/`end` to the
+// program. Protocol: docs/agent.md "Rank failures".
+//
+// Under MPICH's hydra without a monitor, a program that fails without MPI_Abort ends only its
+// host's ranks (the others wait in their next collective and mpiexec never returns; measured with
+// MPICH 4.0.2): there the wrapper asks hydra to abort the job on PMI_FD, as MPI_Abort would.
 #pragma once
 
 #include <string>
@@ -14,12 +18,26 @@
 
 namespace gj {
 
-// Runs argv (through PATH) as a child with the signal state this process was given, passes
+struct RankGuard {
+  std::vector<std::string> argv;  // the program (looked up in the environment's PATH)
+  Environment environment;        // the program's; GJ_RANK_MONITOR_FD is added here
+  int pmi_fd = -1;                // hydra's PMI connection, or -1
+  std::string monitor;            // "<port>,<token>,<address>,..." from --monitor; empty: none
+  int rank = -1;
+  int size = 0;
+  int local_rank = -1;
+  std::string pod;                // this pod's name, for the summary
+  std::string termination_log;    // where a failed rank's line goes (GJ_TERMINATION_LOG)
+};
+
+// Runs the program as a child with the signal state this process was given, passes
 // SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 on to it, and ends as it ended: the same exit
-// code, or the same signal. Before that, when the child failed (non-zero or a signal), writes
-// PMI-1's "cmd=abort exitcode=<shell status>" to pmi_fd (best effort). The child gets SIGKILL if
-// this process is killed. Throws LaunchError 126/127 when argv cannot run.
-// environment: the program's (nullptr: this process's).
-int run_rank_guarded(const std::vector<std::string>& argv, int pmi_fd, const Environment* environment = nullptr);
+// code, or the same signal. A program that failed while the monitor listens is reported first,
+// and this process stays up to kFailureLinger (or until a termination signal) so that the
+// launcher does not end the other ranks before the monitor told them (their library raises
+// instead of being killed). The child gets SIGKILL if this process is killed; it gets SIGTERM
+// (then SIGKILL) when the monitor's connection closes while it runs (the master is gone). Throws
+// LaunchError 126/127 when argv cannot run.
+int run_rank_guarded(const RankGuard& guard);
 
 }  // namespace gj

@@ -135,6 +135,7 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
     if (options.new_process_group && ::setpgid(0, 0) != 0) child_report(report[1], 0, errno);
     if (devnull >= 0 && ::dup2(devnull, 0) < 0) child_report(report[1], 1, errno);
     if (out[1] >= 0 && (::dup2(out[1], 1) < 0 || ::dup2(out[1], 2) < 0)) child_report(report[1], 1, errno);
+    if (out[1] < 0 && options.stderr_fd >= 0 && ::dup2(options.stderr_fd, 2) < 0) child_report(report[1], 1, errno);
     if (options.foreground_tty && ::isatty(STDIN_FILENO) == 1) {
       // Like tini: the job's new process group takes the terminal, or reading it would stop
       // the job with SIGTTIN. Best effort (no terminal in most pods).
@@ -177,12 +178,63 @@ ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOpti
   return ChildProcess{pid, out[0]};
 }
 
+int start_log_filter(int out_fd, bool (*drop)(const std::string& line)) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) throw_syscall_error("pipe2 (log filter)", errno);
+  const int pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    close_quietly(p[0]);
+    close_quietly(p[1]);
+    throw_syscall_error("fork (log filter)", e, "is the pod's pids limit reached?");
+  }
+  if (pid == 0) {
+    ::close(p[1]);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_IGN);
+    sigset_t none;
+    sigemptyset(&none);
+    ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
+    std::string pending;
+    char buf[4096];
+    const auto emit = [&](const std::string& line) {
+      if (drop(line)) return;
+      const std::string out = line + "\n";
+      const char* d = out.data();
+      std::size_t n = out.size();
+      while (n > 0) {
+        const ssize_t w = ::write(out_fd, d, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        d += w;
+        n -= static_cast<std::size_t>(w);
+      }
+    };
+    for (;;) {
+      const ssize_t n = ::read(p[0], buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      pending.append(buf, static_cast<std::size_t>(n));
+      std::size_t start = 0, nl;
+      while ((nl = pending.find('\n', start)) != std::string::npos) {
+        emit(pending.substr(start, nl - start));
+        start = nl + 1;
+      }
+      pending.erase(0, start);
+      if (pending.size() > 65536) {  // no newline in 64 KiB: pass it on as it is
+        emit(pending);
+        pending.clear();
+      }
+    }
+    if (!pending.empty()) emit(pending);
+    _exit(0);
+  }
+  ::close(p[0]);
+  return p[1];
+}
+
 void exec_job(const std::vector<std::string>& argv, const Environment* environment) {
   exec_in_place(argv, environment, true);
 }
 
-void exec_rank(const std::vector<std::string>& argv, const Environment& environment) {
-  exec_in_place(argv, &environment, false);
-}
 
 }  // namespace gj

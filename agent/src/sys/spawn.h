@@ -1,5 +1,5 @@
-// The only code in gj-mpirun that forks or execs: spawn_process starts a child, exec_job and
-// exec_rank replace this process. argv[0] is resolved through $PATH (path_lookup.h); exec
+// The only code in gj-mpirun that forks or execs: spawn_process starts a child, exec_job replaces this
+// process. argv[0] is resolved through $PATH (path_lookup.h); exec
 // failures are LaunchError 127 (not found) or 126 (not executable), naming the path and a likely
 // cause. Every system call is checked and named in the error it raises.
 #pragma once
@@ -28,6 +28,7 @@ struct SpawnOptions {
   bool foreground_tty = false;     // with new_process_group: make it the terminal's foreground group
   bool keep_signal_state = false;  // leave the inherited mask and ignored signals as they are
   bool die_with_parent = false;    // the child gets SIGKILL when this process dies (PR_SET_PDEATHSIG)
+  int stderr_fd = -1;              // >= 0: the child's stderr (a rank wrapper's relay pipe); not with capture_output
   const Environment* environment = nullptr;  // the child's environment and PATH; nullptr: this process's
 };
 
@@ -38,14 +39,17 @@ struct SpawnOptions {
 // in the signal-time table (termination.h) until it is reaped (child_exit.h).
 ChildProcess spawn_process(const std::vector<std::string>& argv, const SpawnOptions& options);
 
+// A child of this process (forked, not exec'd) that copies what is written to the returned
+// pipe end to out_fd line by line, leaving out the lines `drop` matches, and exits at EOF (when
+// every writer closed the pipe). Pass the fd as a child's stderr (SpawnOptions::stderr_fd, or
+// dup2 before exec) and close it. The relay ignores termination signals: it ends with its writer,
+// after the writer's last line. For sshd's log (sshd_setup.h).
+int start_log_filter(int out_fd, bool (*drop)(const std::string& line));
+
 // Replaces this process with argv, with default signal dispositions and an empty mask whatever
 // we inherited (nohup, a careless parent). argv[0] is looked up in the environment's PATH;
 // nullptr: this process's environment. Returns only by throwing.
 [[noreturn]] void exec_job(const std::vector<std::string>& argv, const Environment* environment = nullptr);
 
-// A rank's exec (gj-mpirun --rank-exec): the signal dispositions and mask the MPI launcher gave
-// this process are left as they are, as if it had started the program itself (hydra's ranks
-// rely on what their proxy set). Returns only by throwing.
-[[noreturn]] void exec_rank(const std::vector<std::string>& argv, const Environment& environment);
 
 }  // namespace gj

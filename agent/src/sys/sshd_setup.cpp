@@ -137,30 +137,6 @@ std::string read_first_line(const std::string& path) {
   return line;
 }
 
-bool local_port_accepts(const SshdSetup& setup) {
-  bool v4 = setup.listen_addresses.empty() ||
-            std::any_of(setup.listen_addresses.begin(), setup.listen_addresses.end(),
-                        [](const std::string& a) { return a == "0.0.0.0" || a == "127.0.0.1"; });
-  int fd = ::socket(v4 ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  int rc;
-  if (v4) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(setup.port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  } else {
-    sockaddr_in6 a{};
-    a.sin6_family = AF_INET6;
-    a.sin6_port = htons(static_cast<uint16_t>(setup.port));
-    a.sin6_addr = in6addr_loopback;
-    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  }
-  ::close(fd);
-  return rc == 0;
-}
-
 // "" when addr:port can be bound now, else why not.
 std::string port_taken(const std::string& addr, int port) {
   const bool v6 = addr.find(':') != std::string::npos;
@@ -193,6 +169,10 @@ std::string port_taken(const std::string& addr, int port) {
 
 void exec_worker_sshd(const SshdSetup& setup) {
   const std::string config = prepare_sshd(setup);
+  // sshd's log (our stderr) through a relay that leaves out the readiness probe's lines.
+  const int log = start_log_filter(STDERR_FILENO, is_bare_preauth_close);
+  if (::dup2(log, STDERR_FILENO) < 0) throw_syscall_error("dup2 (sshd log relay)", errno);
+  ::close(log);
   exec_job(sshd_argv(setup.sshd_path, config));
 }
 
@@ -211,11 +191,21 @@ void start_background_sshd(const SshdSetup& setup) {
   ::unlink(pid_file.c_str());
   SpawnOptions opt;
   opt.new_process_group = true;  // signals for the job's group do not hit it; we stop it ourselves
-  ChildProcess sshd = spawn_process(sshd_argv(setup.sshd_path, config), opt);
+  // Its log through a relay that leaves out the readiness probes' lines (sshd_config.h).
+  opt.stderr_fd = start_log_filter(STDERR_FILENO, is_bare_preauth_close);
+  ChildProcess sshd;
+  try {
+    sshd = spawn_process(sshd_argv(setup.sshd_path, config), opt);
+  } catch (...) {
+    ::close(opt.stderr_fd);
+    throw;
+  }
+  ::close(opt.stderr_fd);
   register_owned_process(sshd.pid);
 
-  // sshd writes its PidFile after binding its listen sockets; checking the file as well as a
-  // connection tells our sshd apart from another process already using the port.
+  // sshd writes its PidFile after binding its listen sockets, so our pid there means our sshd
+  // listens (the port checks above rule out another process on it). No test connection: sshd
+  // would log it as a failed key exchange in a healthy master's log.
   const auto deadline = std::chrono::steady_clock::now() + setup.listen_timeout;
   const std::string want = std::to_string(sshd.pid);
   for (;;) {
@@ -223,7 +213,7 @@ void start_background_sshd(const SshdSetup& setup) {
       fail(exit_code::kSetupFailed, setup.sshd_path + " (background, port " + std::to_string(setup.port) +
                                         ") exited with status " + std::to_string(*status) +
                                         " before listening; its log is above (port in use?)");
-    if (read_first_line(pid_file) == want && local_port_accepts(setup)) return;
+    if (read_first_line(pid_file) == want) return;
     if (std::chrono::steady_clock::now() >= deadline) {
       terminate_owned_processes(std::chrono::milliseconds(500));
       fail(exit_code::kSetupFailed, setup.sshd_path + " did not listen on port " + std::to_string(setup.port) + " within " +

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -89,7 +90,7 @@ void end_adopted_children(std::chrono::milliseconds grace) {
   reap_available();
 }
 
-int supervise(const std::vector<std::string>& argv, const Environment* environment) {
+int supervise(const std::vector<std::string>& argv, const Environment* environment, const JobEnd* end) {
   // Orphans of the job are reparented to us instead of to PID 1 of the container (or of
   // the host), so we can reap them even when we are not PID 1.
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) throw_syscall_error("prctl(PR_SET_CHILD_SUBREAPER)", errno);
@@ -121,9 +122,27 @@ int supervise(const std::vector<std::string>& argv, const Environment* environme
   int job_status = 0;
   bool job_done = false;
   int termination_signal = 0;  // the first SIGTERM/SIGINT/SIGHUP/SIGQUIT we passed on
+  // Ending a failed job: 0 not asked, 1 waiting for it to end by itself, 2 SIGTERM sent, 3 SIGKILL sent.
+  int ending = 0;
+  std::chrono::steady_clock::time_point ending_since{};
   while (!job_done) {
     siginfo_t info{};
-    timespec tick{1, 0};  // also reap periodically in case a SIGCHLD was coalesced
+    // Also reap periodically in case a SIGCHLD was coalesced; with a monitor, check its request often.
+    timespec tick = end != nullptr ? timespec{0, 100 * 1000 * 1000} : timespec{1, 0};
+    if (end != nullptr && end->requested != nullptr && *end->requested) {
+      const auto now = std::chrono::steady_clock::now();
+      if (ending == 0) {
+        ending = 1;
+        ending_since = now;
+      } else if (ending == 1 && now >= ending_since + end->grace) {
+        ending = 2;
+        if (::kill(-group, SIGTERM) != 0 && errno == ESRCH) ::kill(job.pid, SIGTERM);
+      } else if (ending == 2 && now >= ending_since + end->grace + end->term_grace) {
+        ending = 3;
+        ::kill(-group, SIGKILL);
+        ::kill(job.pid, SIGKILL);
+      }
+    }
     int sig = ::sigtimedwait(&wanted, &info, &tick);
     if (sig < 0 && errno != EAGAIN && errno != EINTR) throw_syscall_error("sigtimedwait", errno);
     if (sig > 0 && sig != SIGCHLD) {
@@ -160,8 +179,8 @@ int supervise(const std::vector<std::string>& argv, const Environment* environme
 
 }  // namespace
 
-int run_job(const std::vector<std::string>& argv, bool supervise_job, const Environment* environment) {
-  if (supervise_job) return supervise(argv, environment);
+int run_job(const std::vector<std::string>& argv, bool supervise_job, const Environment* environment, const JobEnd* end) {
+  if (supervise_job) return supervise(argv, environment, end);
   exec_job(argv, environment);
 }
 

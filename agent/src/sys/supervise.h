@@ -4,6 +4,8 @@
 // once the job has exited, ends what is left of its group and our owned processes.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,16 @@ namespace gj {
 // shell does (code, or 128+N when killed by signal N; 128+N also when the job exits non-zero
 // after we passed it termination signal N). Exec failures: 127 not found, 126 not executable.
 // environment: the job's (nullptr: this process's).
-int run_job(const std::vector<std::string>& argv, bool supervise, const Environment* environment = nullptr);
+//
+// end (supervised only): another thread (the job monitor) sets *end->requested when a rank
+// failed; the job then has `grace` to end by itself (the ranks' library raises on `lost`), then
+// its process group gets SIGTERM and, `term_grace` later, SIGKILL.
+struct JobEnd {
+  const std::atomic<bool>* requested = nullptr;
+  std::chrono::milliseconds grace{3000};
+  std::chrono::milliseconds term_grace{1500};
+};
+int run_job(const std::vector<std::string>& argv, bool supervise, const Environment* environment = nullptr,
+            const JobEnd* end = nullptr);
 
 }  // namespace gj

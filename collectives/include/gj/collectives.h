@@ -66,7 +66,9 @@ typedef enum gjResult {
   gjCudaError = 7,       /* a CUDA runtime call failed */
   gjTimeout = 8,         /* an operation did not complete within GJ_COLL_TIMEOUT_MS */
   gjInternalError = 9,   /* a bug in this library */
-  gjNumResults = 10
+  gjPeerLost = 10,       /* a rank of the communicator left the job (exited, died, its pod was lost);
+                            gjGetLastError names its world rank, host and why */
+  gjNumResults = 11
 } gjResult_t;
 
 typedef enum gjDataType {

@@ -48,6 +48,7 @@ GJ_COLLECTIVES_ERROR_(NcclError)             // gjNcclError
 GJ_COLLECTIVES_ERROR_(CudaError)             // gjCudaError
 GJ_COLLECTIVES_ERROR_(TimeoutError)          // gjTimeout
 GJ_COLLECTIVES_ERROR_(InternalError)         // gjInternalError and unknown codes
+GJ_COLLECTIVES_ERROR_(PeerLostError)         // gjPeerLost
 #undef GJ_COLLECTIVES_ERROR_
 
 // Throws the exception type matching result (nothing for gjSuccess).
@@ -63,6 +64,7 @@ inline void check(gjResult_t result, gjComm_t comm = nullptr) {
     case gjNcclError: throw NcclError(result, detail);
     case gjCudaError: throw CudaError(result, detail);
     case gjTimeout: throw TimeoutError(result, detail);
+    case gjPeerLost: throw PeerLostError(result, detail);
     default: throw InternalError(result, detail);
   }
 }

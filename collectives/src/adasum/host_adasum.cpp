@@ -9,6 +9,7 @@
 #include "dtype.h"
 #include "host/reduce.h"
 #include "mpi/mpi_check.h"
+#include "mpi/mpi_wait.h"
 
 namespace gj::adasum {
 namespace {
@@ -37,7 +38,7 @@ void swap_with(MPI_Comm comm, int peer, const T* send, std::size_t n_out, T* rec
                         &reqs.back()),
               "MPI_Isend(adasum)");
   }
-  mpi_check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall(adasum)");
+  mpi_check(wait_all_polled(static_cast<int>(reqs.size()), reqs.data()), "MPI_Testall(adasum)");
 }
 
 // Sums v over the aligned group of `group` ranks around rank (an XOR butterfly).

@@ -10,6 +10,7 @@
 #include "dtype.h"
 #include "error.h"
 #include "mpi/mpi_check.h"
+#include "mpi/mpi_wait.h"
 
 namespace gj::alltoall {
 namespace {
@@ -40,8 +41,11 @@ void host_alltoallv(MPI_Comm comm, const void* send, const std::size_t* sendcoun
     const std::vector<std::size_t> sc(sendcounts, sendcounts + size), rc(recvcounts, recvcounts + size);
     const std::vector<int> sn = to_int(sc, elem), sd = to_int(sdispl, elem), rn = to_int(rc, elem),
                            rd = to_int(rdispl, elem);
-    mpi_check(MPI_Alltoallv(send, sn.data(), sd.data(), MPI_BYTE, recv, rn.data(), rd.data(), MPI_BYTE, comm),
-              describe("MPI_Alltoallv", dtype));
+    run_polled(
+        [&](MPI_Request* r) {
+          return MPI_Ialltoallv(send, sn.data(), sd.data(), MPI_BYTE, recv, rn.data(), rd.data(), MPI_BYTE, comm, r);
+        },
+        [&] { return describe("MPI_Ialltoallv", dtype); });
     return;
   }
   pairwise_alltoallv(comm, send, sendcounts, recv, recvcounts, dtype, kPiece);
@@ -78,8 +82,7 @@ void pairwise_alltoallv(MPI_Comm comm, const void* sendbuff, const std::size_t* 
                           comm, &reqs.back()),
                 describe("MPI_Isend", dtype));
     }
-    mpi_check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
-              describe("MPI_Waitall", dtype));
+    mpi_check(wait_all_polled(static_cast<int>(reqs.size()), reqs.data()), describe("MPI_Testall", dtype));
   }
 }
 
@@ -90,14 +93,17 @@ void require_matching_counts(MPI_Comm comm, const char* call, const std::size_t*
   mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   static_assert(sizeof(std::size_t) == sizeof(std::uint64_t), "64-bit size_t");
   std::vector<std::size_t> theirs(static_cast<std::size_t>(size));
-  mpi_check(MPI_Alltoall(sendcounts, 1, MPI_UINT64_T, theirs.data(), 1, MPI_UINT64_T, comm),
-            std::string(call) + ": MPI_Alltoall(count check)");
+  run_polled(
+      [&](MPI_Request* r) {
+        return MPI_Ialltoall(sendcounts, 1, MPI_UINT64_T, theirs.data(), 1, MPI_UINT64_T, comm, r);
+      },
+      [&] { return std::string(call) + ": MPI_Ialltoall(count check)"; });
   const int bad = first_mismatch(recvcounts, theirs.data(), size);
   // The lowest rank that found a mismatch reports it: its first sender and both counts.
   const std::uint64_t mine = bad >= 0 ? static_cast<std::uint64_t>(rank) : UINT64_MAX;
   std::uint64_t lowest = UINT64_MAX;
-  mpi_check(MPI_Allreduce(&mine, &lowest, 1, MPI_UINT64_T, MPI_MIN, comm),
-            std::string(call) + ": MPI_Allreduce(count check)");
+  run_polled([&](MPI_Request* r) { return MPI_Iallreduce(&mine, &lowest, 1, MPI_UINT64_T, MPI_MIN, comm, r); },
+             [&] { return std::string(call) + ": MPI_Iallreduce(count check)"; });
   if (lowest == UINT64_MAX) return;
   const int reporter = static_cast<int>(lowest);
   std::uint64_t verdict[3] = {0, 0, 0};

@@ -4,7 +4,6 @@
 // per rank.
 #include "mpi/hierarchical.h"
 
-#include <sched.h>
 
 #include <algorithm>
 #include <climits>
@@ -16,7 +15,9 @@
 #include "mpi/leader_ring.h"
 #include "mpi/mpi_check.h"
 #include "mpi/mpi_types.h"
+#include "mpi/mpi_wait.h"
 #include "mpi/node_layout.h"
+#include "peer/liveness.h"
 
 namespace gj {
 namespace {
@@ -57,9 +58,12 @@ class TwoLevel final : public Hierarchy {
     } else if (leader()) {
       for (std::size_t off = 0; off < count; off += kMaxMpiCount) {
         const std::size_t n = std::min(kMaxMpiCount, count - off);
-        const int rc = MPI_Allreduce(MPI_IN_PLACE, static_cast<char*>(recv) + off * es, static_cast<int>(n),
-                                     types_.datatype(dtype), types_.op(dtype, node_op(op)), leaders_);
-        if (rc != MPI_SUCCESS) mpi_check(rc, what("MPI_Allreduce(node leaders)", n, dtype));
+        run_polled(
+            [&](MPI_Request* r) {
+              return MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(recv) + off * es, static_cast<int>(n),
+                                    types_.datatype(dtype), types_.op(dtype, node_op(op)), leaders_, r);
+            },
+            [&] { return what("MPI_Iallreduce(node leaders)", n, dtype); });
       }
     }
     node_bcast(recv, count * es, 0);
@@ -71,7 +75,7 @@ class TwoLevel final : public Hierarchy {
     // The root's node first (from the root), then the leaders (from the root's node's leader),
     // then every other node (from its leader).
     if (my_node_ == root_node) node_bcast(buf, bytes, layout_.index_in_node[static_cast<std::size_t>(root)]);
-    if (leader()) pieces(buf, bytes, root_node, leaders_, "MPI_Bcast(node leaders)");
+    if (leader()) pieces(buf, bytes, root_node, leaders_, "MPI_Ibcast(node leaders)");
     if (my_node_ != root_node) node_bcast(buf, bytes, 0);
   }
 
@@ -110,8 +114,11 @@ class TwoLevel final : public Hierarchy {
     if (leader()) {
       const std::vector<int> n = as_ints(nodes.count, es);
       std::vector<int> d = as_ints(nodes.first, es);
-      const int rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, stage, n.data(), d.data(), MPI_BYTE, leaders_);
-      if (rc != MPI_SUCCESS) mpi_check(rc, what("MPI_Allgatherv(node leaders)", counts[rank_], dtype));
+      run_polled(
+          [&](MPI_Request* r) {
+            return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, stage, n.data(), d.data(), MPI_BYTE, leaders_, r);
+          },
+          [&] { return what("MPI_Iallgatherv(node leaders)", counts[rank_], dtype); });
     }
     node_bcast(stage, total, 0);
     if (!layout_.contiguous) {
@@ -151,9 +158,12 @@ class TwoLevel final : public Hierarchy {
     char* part = leader() ? scratch(part_, node_elems * es) : nullptr;  // only the leader's is read
     if (leader()) {
       const std::vector<int> n = as_ints(nodes.count);
-      const int rc = MPI_Reduce_scatter(stage, part, n.data(), types_.datatype(dtype), types_.op(dtype, node_op(op)),
-                                        leaders_);
-      if (rc != MPI_SUCCESS) mpi_check(rc, what("MPI_Reduce_scatter(node leaders)", node_elems, dtype));
+      run_polled(
+          [&](MPI_Request* r) {
+            return MPI_Ireduce_scatter(stage, part, n.data(), types_.datatype(dtype), types_.op(dtype, node_op(op)),
+                                       leaders_, r);
+          },
+          [&] { return what("MPI_Ireduce_scatter(node leaders)", node_elems, dtype); });
     }
     // 3. The leader hands every rank of its node its slice.
     const std::size_t mine = counts[rank_];
@@ -221,23 +231,21 @@ class TwoLevel final : public Hierarchy {
     if (shm_) shm_->broadcast(buf, bytes, root);
   }
 
-  // For node steps that stay MPI calls: every rank of the node has arrived, so the wait is short.
+  // For node steps that stay MPI calls: every rank of the node has arrived, so the wait is
+  // short; a lost rank fails it (mpi_wait.h).
   static void wait_yielding(MPI_Request& req, const char* call) {
-    int done = 0;
-    while (true) {
-      const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-      if (rc != MPI_SUCCESS) mpi_check(rc, std::string("MPI_Test(") + call + ")");
-      if (done) return;
-      sched_yield();
-    }
+    const int rc = wait_polled(req);
+    if (rc != MPI_SUCCESS) mpi_check(rc, std::string("MPI_Test(") + call + ")");
   }
 
   static void pieces(void* buf, std::size_t bytes, int root, MPI_Comm comm, const char* call) {
     for (std::size_t off = 0; off < bytes; off += kMaxMpiCount) {
       const std::size_t n = std::min(kMaxMpiCount, bytes - off);
-      const int rc = MPI_Bcast(static_cast<char*>(buf) + off, static_cast<int>(n), MPI_BYTE, root, comm);
-      if (rc != MPI_SUCCESS) mpi_check(rc, std::string(call) + "(bytes=" + std::to_string(n) + ", root=" +
-                                               std::to_string(root) + ")");
+      run_polled(
+          [&](MPI_Request* r) {
+            return MPI_Ibcast(static_cast<char*>(buf) + off, static_cast<int>(n), MPI_BYTE, root, comm, r);
+          },
+          [&] { return std::string(call) + "(bytes=" + std::to_string(n) + ", root=" + std::to_string(root) + ")"; });
     }
   }
 
@@ -298,6 +306,9 @@ std::unique_ptr<Hierarchy> Hierarchy::create(MPI_Comm comm, const shm::ShmOption
   if (layout.node_size(layout.node_of[static_cast<std::size_t>(rank)]) > 1) {
     shm = shm::ShmAllreduce::create(node, options, &reason);
     ok = shm ? 1 : 0;
+    // Collective over the node (every rank of it is here); the node engine's waits then see a
+    // peer on this node die even without a rank monitor.
+    if (shm) shm->watch_peers(peer::Liveness::create(node));
   }
   check(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce(engines ready)");
   if (ok == 0) {

@@ -12,6 +12,8 @@
 #include "host/reduce.h"
 #include "mpi/mpi_check.h"
 #include "mpi/mpi_types.h"
+#include "mpi/mpi_wait.h"
+#include "mpi/small_allreduce.h"
 
 namespace gj {
 namespace {
@@ -62,14 +64,20 @@ class HostBackend final : public Backend {
       send = recv;
     }
     const std::size_t elem = dtype_size(dtype);
+    if (small_allreduce_fits(count * elem, size_)) {
+      if (send != recv) host::copy(recv, send, count * elem);
+      small_allreduce(recv, count, dtype, op, comm_, rank_, size_, small_scratch_);
+      finish(recv, count, dtype, op, scale);
+      return;
+    }
     const MPI_Datatype type = types_.datatype(dtype);
     const MPI_Op mpi_op = types_.op(dtype, op);
     for (std::size_t off = 0; off < count; off += kMaxMpiCount) {
       const std::size_t n = std::min(kMaxMpiCount, count - off);
       char* out = static_cast<char*>(recv) + off * elem;
       const void* inbuf = send == recv ? MPI_IN_PLACE : static_cast<const char*>(send) + off * elem;
-      mpi_check(MPI_Allreduce(inbuf, out, static_cast<int>(n), type, mpi_op, comm_),
-                describe("MPI_Allreduce", n, dtype) + " op=" + op_name(op));
+      run_polled([&](MPI_Request* r) { return MPI_Iallreduce(inbuf, out, static_cast<int>(n), type, mpi_op, comm_, r); },
+                 [&] { return describe("MPI_Iallreduce", n, dtype) + " op=" + op_name(op); });
     }
     finish(recv, count, dtype, op, scale);
   }
@@ -83,8 +91,11 @@ class HostBackend final : public Backend {
     }
     for (std::size_t off = 0; off < bytes; off += kMaxMpiCount) {
       const std::size_t n = std::min(kMaxMpiCount, bytes - off);
-      mpi_check(MPI_Bcast(static_cast<char*>(buf) + off, static_cast<int>(n), MPI_BYTE, root, comm_),
-                describe("MPI_Bcast", count, dtype) + " root=" + std::to_string(root));
+      run_polled(
+          [&](MPI_Request* r) {
+            return MPI_Ibcast(static_cast<char*>(buf) + off, static_cast<int>(n), MPI_BYTE, root, comm_, r);
+          },
+          [&] { return describe("MPI_Ibcast", count, dtype) + " root=" + std::to_string(root); });
     }
   }
 
@@ -107,12 +118,14 @@ class HostBackend final : public Backend {
     const std::size_t mine = counts[rank_] * es;
     const bool in_place = send == out + at;
     // Messages are built only on failure: this runs on every call.
-    const auto check = [&](int rc, const char* what) {
-      if (rc != MPI_SUCCESS) mpi_check(rc, describe(what, counts[rank_], dtype));
+    const auto polled = [&](const char* what, auto&& start) {
+      run_polled(start, [&] { return describe(what, counts[rank_], dtype); });
     };
     if (fits && equal) {
       const int n = static_cast<int>(mine);
-      check(MPI_Allgather(in_place ? MPI_IN_PLACE : send, n, MPI_BYTE, out, n, MPI_BYTE, comm_), "MPI_Allgather");
+      polled("MPI_Iallgather", [&](MPI_Request* r) {
+        return MPI_Iallgather(in_place ? MPI_IN_PLACE : send, n, MPI_BYTE, out, n, MPI_BYTE, comm_, r);
+      });
       return;
     }
     if (fits) {
@@ -123,9 +136,10 @@ class HostBackend final : public Backend {
         d[q] = displ;
         displ += n[q];
       }
-      check(MPI_Allgatherv(in_place ? MPI_IN_PLACE : send, static_cast<int>(mine), MPI_BYTE, out, n.data(), d.data(),
-                           MPI_BYTE, comm_),
-            "MPI_Allgatherv");
+      polled("MPI_Iallgatherv", [&](MPI_Request* r) {
+        return MPI_Iallgatherv(in_place ? MPI_IN_PLACE : send, static_cast<int>(mine), MPI_BYTE, out, n.data(),
+                               d.data(), MPI_BYTE, comm_, r);
+      });
       return;
     }
     // Beyond int byte counts: every rank's block is broadcast from its owner, in pieces.
@@ -135,7 +149,9 @@ class HostBackend final : public Backend {
       const std::size_t bytes = counts[q] * es;
       for (std::size_t off = 0; off < bytes; off += kMaxMpiCount) {
         const std::size_t n = std::min(kMaxMpiCount, bytes - off);
-        check(MPI_Bcast(out + displ + off, static_cast<int>(n), MPI_BYTE, q, comm_), "MPI_Bcast(allgather block)");
+        polled("MPI_Ibcast(allgather block)", [&](MPI_Request* r) {
+          return MPI_Ibcast(out + displ + off, static_cast<int>(n), MPI_BYTE, q, comm_, r);
+        });
       }
       displ += bytes;
     }
@@ -175,16 +191,19 @@ class HostBackend final : public Backend {
     if (fits) {
       std::vector<int> n(static_cast<std::size_t>(size_));
       for (std::size_t q = 0; q < n.size(); ++q) n[q] = static_cast<int>(counts[q]);
-      const int rc = MPI_Reduce_scatter(src, recv, n.data(), type, mpi_op, comm_);
-      if (rc != MPI_SUCCESS) mpi_check(rc, describe("MPI_Reduce_scatter", mine, dtype) + " op=" + op_name(op));
+      run_polled([&](MPI_Request* r) { return MPI_Ireduce_scatter(src, recv, n.data(), type, mpi_op, comm_, r); },
+                 [&] { return describe("MPI_Ireduce_scatter", mine, dtype) + " op=" + op_name(op); });
     } else {  // a slice beyond int counts: one MPI_Reduce per slice and piece, to its owner
       std::size_t at = 0;
       for (int q = 0; q < size_; ++q) {
         for (std::size_t off = 0; off < counts[q]; off += kMaxMpiCount) {
           const std::size_t n = std::min(kMaxMpiCount, counts[q] - off);
           void* out = q == rank_ ? static_cast<char*>(recv) + off * es : nullptr;
-          mpi_check(MPI_Reduce(src + (at + off) * es, out, static_cast<int>(n), type, mpi_op, q, comm_),
-                    describe("MPI_Reduce(reduce-scatter slice)", n, dtype) + " root=" + std::to_string(q));
+          run_polled(
+              [&](MPI_Request* r) {
+                return MPI_Ireduce(src + (at + off) * es, out, static_cast<int>(n), type, mpi_op, q, comm_, r);
+              },
+              [&] { return describe("MPI_Ireduce(reduce-scatter slice)", n, dtype) + " root=" + std::to_string(q); });
         }
         at += counts[q];
       }
@@ -273,6 +292,7 @@ class HostBackend final : public Backend {
   std::size_t fusion_bytes_ = 0;
   std::unique_ptr<char[]> scratch_;
   std::size_t scratch_bytes_ = 0;
+  std::vector<unsigned char> small_scratch_;
   bool aborted_ = false;
 };
 

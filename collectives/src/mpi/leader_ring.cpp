@@ -14,6 +14,7 @@
 #include "dtype.h"
 #include "host/reduce.h"
 #include "mpi/mpi_check.h"
+#include "mpi/mpi_wait.h"
 #include "shm/plan.h"
 
 namespace gj {
@@ -88,8 +89,8 @@ void ring_allreduce(void* buf, std::size_t count, gjDataType_t dtype, gjRedOp_t 
     next_sending.clear();
     for (std::size_t left_to_come = receiving.size(); left_to_come > 0; --left_to_come) {
       int j = MPI_UNDEFINED;
-      ring.check(MPI_Waitany(static_cast<int>(receiving.size()), receiving.data(), &j, MPI_STATUS_IGNORE),
-                 "MPI_Waitany", in.size());
+      ring.check(wait_any_polled(static_cast<int>(receiving.size()), receiving.data(), &j), "MPI_Testany",
+                 in.size());
       const shm::Range c = ring.chunk_of(in, static_cast<std::size_t>(j));
       if (reducing) {
         host::reduce_into(ring.data + c.begin * es, scratch.data() + (c.begin - in.begin) * es, c.size(), dtype, op);
@@ -97,8 +98,7 @@ void ring_allreduce(void* buf, std::size_t count, gjDataType_t dtype, gjRedOp_t 
       if (t + 1 < steps) ring.send(c, static_cast<std::size_t>(j), next_sending);
     }
     // This step's sends are done before a later step receives into what they read.
-    ring.check(MPI_Waitall(static_cast<int>(sending.size()), sending.data(), MPI_STATUSES_IGNORE), "MPI_Waitall",
-               in.size());
+    ring.check(wait_all_polled(static_cast<int>(sending.size()), sending.data()), "MPI_Testall", in.size());
     sending.swap(next_sending);
   }
 }

@@ -133,7 +133,20 @@ bool Comm::done(cudaEvent_t event, const std::string& what) {
   if (e != cudaErrorNotReady) cuda::throw_cuda_error(e, "cudaEventQuery(waiting for " + what + ")");
   const ncclResult_t state = async_state();
   if (state != ncclSuccess && state != ncclInProgress) fail(state, what);
+  check_peers();
   return false;
+}
+
+void Comm::check_peers() {
+  if (peers_ == nullptr || peer::lost_epoch() == 0) return;
+  try {
+    peers_->check_any();
+  } catch (const Error& e) {
+    if (e.code() != gjPeerLost) throw;
+    abort_reason_ = std::string(e.what()) + "; NCCL communicator aborted";
+    abort();
+    throw Error(gjPeerLost, abort_reason_);
+  }
 }
 
 void Comm::wait(cudaEvent_t event, const std::string& what) {
@@ -161,7 +174,8 @@ void Comm::time_out(const std::string& what) {
 }
 
 void Comm::track(cudaStream_t stream, const Operation& op) {
-  if (comm_ == nullptr || timeout_ms_ <= 0) return;  // only timeouts need the events
+  // Only timeouts and the peer check need the events.
+  if (comm_ == nullptr || (timeout_ms_ <= 0 && peers_ == nullptr)) return;
   cudaEvent_t e = nullptr;
   if (!spare_events_.empty()) {
     e = spare_events_.back();
@@ -180,6 +194,9 @@ void Comm::track(cudaStream_t stream, const Operation& op) {
 
 void Comm::start_watchdog(int device) {
   if (watchdog_.joinable()) return;
+  // Started inside the gj communicator's first device collective, whose peer check the host
+  // queue has made current (peer::Watching); gjComm declares it before its backends.
+  peers_ = peer::t_current;
   watchdog_ = std::thread([this, device] { watch(device); });
 }
 
@@ -220,6 +237,18 @@ void Comm::watch_once() {
                                        : static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                Clock::now() - pending_.front().enqueued)
                                                                .count());
+  if (!pending_.empty() && peers_ != nullptr && peer::lost_epoch() != 0) {
+    try {
+      peers_->check_any();
+    } catch (const Error& e) {
+      // A rank that left will never join the pending operation: abort instead of waiting for
+      // the timeout (which may be never).
+      watchdog_code_ = e.code();
+      abort_reason_ = std::string(e.what()) + "; NCCL communicator aborted";
+      abort();
+      return;
+    }
+  }
   const ncclResult_t state = async_state();
   switch (judge(state, oldest, timeout_ms_)) {
     case Verdict::Healthy:
@@ -236,6 +265,7 @@ void Comm::watch_once() {
                       " ms (a peer rank may have failed or stopped calling collectives); NCCL communicator aborted";
       break;
   }
+  peer::report_fail("nccl-watchdog", abort_reason_);
   abort();
 }
 

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "../peer/check.h"
 #include "nccl_plan.h"
 
 namespace gj::nccl {
@@ -77,6 +78,8 @@ class Comm {
   [[noreturn]] void fail(ncclResult_t result, const std::string& what);
   [[noreturn]] void time_out(const std::string& what);
   ncclResult_t async_state();
+  // A rank of the communicator left the job (peer/check.h): aborts and throws gjPeerLost.
+  void check_peers();
   void watch(int device);
   void watch_once();
 
@@ -101,6 +104,8 @@ class Comm {
   std::thread watchdog_;
   std::deque<Pending> pending_;
   std::vector<cudaEvent_t> spare_events_;
+  // The gj communicator's peer check (it outlives this communicator); null: none.
+  const peer::PeerCheck* peers_ = nullptr;
 };
 
 }  // namespace gj::nccl

@@ -33,6 +33,11 @@ class Arrivals {
   // then sleeps on the futex of the latest peer's counter. Throws gj::Error(gjTimeout) naming
   // the peer after the timeout (a dead or stalled peer).
   void wait_for_peers(std::uint64_t n) const;
+  // From now on the waits ask peers (made for the same communicator) whether a peer is gone.
+  void watch_peers(std::shared_ptr<const peer::PeerCheck> peers) {
+    peers_ = std::move(peers);
+    policy_.peers = peers_.get();
+  }
 
  private:
   StageWord& word(int q) const;
@@ -42,6 +47,7 @@ class Arrivals {
   int size_;
   std::uint64_t arrived_ = 0;
   WaitPolicy policy_;
+  std::shared_ptr<const peer::PeerCheck> peers_;
 };
 
 }  // namespace gj::shm

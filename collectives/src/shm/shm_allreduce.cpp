@@ -110,6 +110,10 @@ class Engine final : public ShmAllreduce {
   void broadcast(void* buf, std::size_t bytes, int root) override;
   bool preferred(std::size_t bytes) const override { return bytes > 0 && bytes >= opt_.min_bytes; }
   const char* wait_name() const override { return policy_.mode == WaitMode::Sleep ? "sleeping" : "spinning"; }
+  void watch_peers(std::shared_ptr<const peer::PeerCheck> peers) override {
+    peers_ = std::move(peers);
+    policy_.peers = peers_.get();
+  }
 
  private:
   struct Call {  // one allreduce call, as the chunk functions need it
@@ -179,6 +183,7 @@ class Engine final : public ShmAllreduce {
   int size_;
   ShmOptions opt_;
   WaitPolicy policy_;
+  std::shared_ptr<const peer::PeerCheck> peers_;
   std::uint64_t next_chunk_ = 0;
   // Every peer is known to be at this stage or later: stages only grow, so a wait for a stage
   // at or below it (usually the slot-reuse wait, implied by the previous chunk's waits) is

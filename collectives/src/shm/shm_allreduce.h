@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "peer/check.h"
+
 #include "config.h"
 #include "gj/collectives.h"
 
@@ -18,8 +20,8 @@ namespace gj::shm {
 // measured best on a 2-core node. Callers normally pass only timeout_ms (GJ_COLL_TIMEOUT_MS).
 struct ShmOptions {
   // A wait for a peer longer than this throws gj::Error(gjTimeout) naming the peer, instead of
-  // hanging when a peer died. 0 = wait forever.
-  long timeout_ms = 300000;
+  // hanging when a peer stalled. 0 = wait forever (the library passes GJ_COLL_TIMEOUT_MS).
+  long timeout_ms = 0;
   // Bytes of one pipeline chunk per rank; the shared segment holds 2 chunks per rank. Counts
   // larger than a chunk are processed chunk by chunk.
   std::size_t chunk_bytes = std::size_t{1} << 20;
@@ -44,6 +46,10 @@ class ShmAllreduce {
   // uses plain MPI. Throws gj::Error only for bugs / MPI failures.
   static std::unique_ptr<ShmAllreduce> create(MPI_Comm comm, std::string* why_not = nullptr);
   virtual ~ShmAllreduce() = default;
+
+  // From now on the waits ask peers (made for the comm given to create()) whether the peer
+  // they wait for is gone, and fail with its gjPeerLost.
+  virtual void watch_peers(std::shared_ptr<const peer::PeerCheck> peers) = 0;
 
   // Same semantics as gjAllReduce on host buffers (in place when send == recv; gjAvg as the
   // public header says). Collective over the comm given to create(). Throws gj::Error.

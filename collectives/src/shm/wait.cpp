@@ -60,6 +60,17 @@ long waited_ms(Clock::time_point start) {
                              "); the peer died or stalled (raise GJ_COLL_TIMEOUT_MS if it is just slow)");
 }
 
+// Asks the engine's peer check about the awaited peer (its process only every kPidCheckMs of
+// waiting), then the running collective's check about every rank of its communicator.
+void check_peer(const WaitPolicy& policy, int peer, long waited, long& next_pid_ms) {
+  if (policy.peers != nullptr) {
+    const bool pid = waited >= next_pid_ms;
+    if (pid) next_pid_ms = waited + peer::kPidCheckMs;
+    policy.peers->check_peer(peer, pid);
+  }
+  if (peer::t_current != nullptr) peer::t_current->check_any();
+}
+
 bool spin(const std::atomic<std::uint64_t>& counter, std::uint64_t value, int spins) {
   for (int i = 0; i < spins; ++i) {
     GJ_CPU_RELAX();
@@ -84,6 +95,7 @@ void wait_slow(const std::atomic<std::uint64_t>& counter, std::uint64_t value, c
                int peer) {
   if (spin(counter, value, policy.spins)) return;
   const auto start = Clock::now();
+  long next_pid_ms = 0;
   bool nap = false;
   for (unsigned n = 1;; ++n) {
     if (nap) {
@@ -96,6 +108,7 @@ void wait_slow(const std::atomic<std::uint64_t>& counter, std::uint64_t value, c
     if (n % 64 == 0) {
       const long waited = waited_ms(start);
       nap = waited >= kNapAfterMs;
+      check_peer(policy, peer, waited, next_pid_ms);
       if (policy.timeout_ms > 0 && waited >= policy.timeout_ms) throw_timeout(waited, me, peer, value, counter.load());
     }
   }
@@ -112,6 +125,7 @@ void wait_stage_slow(StageWord& stage, std::uint64_t value, const WaitPolicy& po
     if (stage.value.load(std::memory_order_acquire) >= value) return;
   }
   const auto start = Clock::now();
+  long next_pid_ms = 0;
   for (;;) {
     // Register, then re-check: publish() stores, then looks for sleepers (both seq_cst), so
     // either we see its value here or it sees us and wakes the futex.
@@ -125,10 +139,9 @@ void wait_stage_slow(StageWord& stage, std::uint64_t value, const WaitPolicy& po
     }
     stage.sleepers.fetch_sub(1, std::memory_order_relaxed);
     if (stage.value.load(std::memory_order_acquire) >= value) return;
-    if (policy.timeout_ms > 0) {
-      const long waited = waited_ms(start);
-      if (waited >= policy.timeout_ms) throw_timeout(waited, me, peer, value, stage.value.load());
-    }
+    const long waited = waited_ms(start);
+    check_peer(policy, peer, waited, next_pid_ms);
+    if (policy.timeout_ms > 0 && waited >= policy.timeout_ms) throw_timeout(waited, me, peer, value, stage.value.load());
   }
 }
 

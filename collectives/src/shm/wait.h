@@ -7,21 +7,25 @@
 //    yields, sleep on a futex on the counter, so the CPU goes to a rank that has work instead
 //    of to waiters that keep waking up to yield; the publisher wakes sleepers only when there
 //    are any.
-// Both give up after a timeout instead of hanging when a peer died.
+// Both give up after a timeout instead of hanging when a peer stalled, and ask the policy's
+// peer check now and then, so that a peer known gone fails the wait at once (gjPeerLost).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+
+#include "peer/check.h"
 
 namespace gj::shm {
 
 enum class WaitMode { Spin, Sleep };
 
 struct WaitPolicy {
-  long timeout_ms = 300000;  // 0 = forever
+  long timeout_ms = 0;  // 0 = forever; callers pass GJ_COLL_TIMEOUT_MS
   int spins = 2000;          // checks with a pause instruction before yielding / sleeping
   WaitMode mode = WaitMode::Spin;
   int yields = 0;            // sleep mode: checks with a sched_yield before sleeping
+  const peer::PeerCheck* peers = nullptr;  // asked while a wait is not satisfied; may be null
 };
 
 // Sleep when `ranks` processes share fewer `cpus` (spinning then only burns the time slice
@@ -47,7 +51,7 @@ void wake_sleepers(StageWord& stage);
 
 // Returns once counter >= value, spinning then yielding whatever the policy's mode (for
 // counters that have no StageWord around them). Throws gj::Error(gjTimeout) naming me, peer
-// and the value.
+// and the value, or the peer check's gjPeerLost.
 inline void wait_at_least(const std::atomic<std::uint64_t>& counter, std::uint64_t value, const WaitPolicy& policy,
                           int me, int peer) {
   if (counter.load(std::memory_order_acquire) >= value) return;

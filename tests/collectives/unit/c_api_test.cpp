@@ -55,6 +55,7 @@ TEST_CASE("collectives.hpp maps every result code to its exception type", "[cpp]
   CHECK_THROWS_AS(gj::check(gjCudaError), gj::CudaError);
   CHECK_THROWS_AS(gj::check(gjTimeout), gj::TimeoutError);
   CHECK_THROWS_AS(gj::check(gjInternalError), gj::InternalError);
+  CHECK_THROWS_AS(gj::check(gjPeerLost), gj::PeerLostError);
   try {
     gj::Communicator empty(nullptr);
     (void)empty.size();

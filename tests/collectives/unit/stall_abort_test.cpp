@@ -39,7 +39,7 @@ TEST_CASE("StallAbort::limit_ms: the timeout plus a tenth of it, 1 to 30 s; 0 = 
   CHECK(StallAbort::limit_ms(-5) == 0);
   CHECK(StallAbort::limit_ms(50) == 1050);
   CHECK(StallAbort::limit_ms(20000) == 22000);
-  CHECK(StallAbort::limit_ms(300000) == 330000);  // the default
+  CHECK(StallAbort::limit_ms(300000) == 330000);  // five minutes: the grace's upper bound
   CHECK(StallAbort::limit_ms(3600000) == 3630000);
 }
 

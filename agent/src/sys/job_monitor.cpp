@@ -1,0 +1,275 @@
+#include "job_monitor.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "exit_codes.h"
+#include "internal.h"
+#include "monitor_line.h"
+
+namespace gj {
+namespace {
+
+// A wrapper pings every second; one silent for this long (its pod's network cut, the pod frozen)
+// counts as lost.
+constexpr auto kSilenceLimit = std::chrono::seconds(10);
+
+std::int64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::string random_token() {
+  std::random_device rd;
+  const char* hex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 16; ++i) out += hex[rd() % 16];
+  return out;
+}
+
+// This pod's addresses, non-loopback first, loopback last (a rank on this pod reaches either).
+std::vector<std::string> local_addresses() {
+  std::vector<std::string> outer, loop;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) == 0) {
+    for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+      if (a->ifa_addr == nullptr) continue;
+      char buf[INET6_ADDRSTRLEN] = {0};
+      if (a->ifa_addr->sa_family == AF_INET) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+        ::inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf);
+        (ntohl(in->sin_addr.s_addr) >> 24 == 127 ? loop : outer).push_back(buf);
+      } else if (a->ifa_addr->sa_family == AF_INET6) {
+        const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ifa_addr);
+        if (IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr)) continue;  // needs a scope id: not for other pods
+        ::inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf);
+        (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ? loop : outer).push_back(buf);
+      }
+    }
+    ::freeifaddrs(list);
+  }
+  std::vector<std::string> out;
+  for (auto* v : {&outer, &loop})
+    for (const auto& a : *v)
+      if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+  if (out.empty()) out.push_back("127.0.0.1");
+  return out;
+}
+
+struct Conn {
+  int fd = -1;
+  std::string in;
+  std::string out;
+  std::chrono::steady_clock::time_point heard;
+};
+
+}  // namespace
+
+struct JobMonitor::State {
+  int listen_fd = -1;
+  int wake[2] = {-1, -1};
+  int port = 0;
+  std::string token = random_token();
+  std::vector<std::string> addresses = local_addresses();
+  std::atomic<bool> end{false};
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> drain_until_ns{0};  // steady clock; 0: not draining
+  JobWatch watch{token};
+  std::map<int, Conn> conns;  // by id
+  int next_id = 1;
+  std::thread thread;
+
+  void apply(const WatchStep& step) {
+    for (const auto& s : step.sends) {
+      auto it = conns.find(s.conn);
+      if (it != conns.end()) it->second.out += s.line + "\n";
+    }
+    for (int id : step.close) drop(id, false);
+    if (step.job_failed_now) end = true;
+  }
+
+  void drop(int id, bool tell_watch) {
+    auto it = conns.find(id);
+    if (it == conns.end()) return;
+    ::close(it->second.fd);
+    conns.erase(it);
+    if (tell_watch) apply(watch.on_drop(id, realtime_ns()));
+  }
+
+  void flush(int id) {
+    Conn& c = conns[id];
+    while (!c.out.empty()) {
+      const ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        c.out.erase(0, static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+      return;  // the peer is gone: reading will say so
+    }
+  }
+
+  void accept_all() {
+    for (;;) {
+      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;
+      conns[next_id++] = Conn{fd, {}, {}, std::chrono::steady_clock::now()};
+    }
+  }
+
+  void read_from(int id) {
+    Conn& c = conns[id];
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        c.in.append(buf, static_cast<std::size_t>(n));
+        c.heard = std::chrono::steady_clock::now();
+        for (const auto& line : take_lines(c.in)) {
+          apply(watch.on_line(id, line, realtime_ns()));
+          if (conns.find(id) == conns.end()) return;  // closed by the step
+        }
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+      drop(id, true);
+      return;
+    }
+  }
+
+  void loop() {
+    while (!stop) {
+      std::vector<pollfd> fds;
+      std::vector<int> ids;
+      fds.push_back({wake[0], POLLIN, 0});
+      fds.push_back({listen_fd, POLLIN, 0});
+      for (auto& [id, c] : conns) {
+        fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+        ids.push_back(id);
+      }
+      if (::poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) return;
+      if (fds[0].revents != 0) {
+        char b[64];
+        while (::read(wake[0], b, sizeof b) > 0) {
+        }
+      }
+      if (fds[1].revents & POLLIN) accept_all();
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (conns.find(ids[i]) == conns.end()) continue;
+        if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) read_from(ids[i]);
+      }
+      const auto now = std::chrono::steady_clock::now();
+      std::vector<int> silent;
+      for (auto& [id, c] : conns)
+        if (now - c.heard > kSilenceLimit) silent.push_back(id);
+      for (int id : silent) drop(id, true);
+      for (auto& [id, c] : conns) flush(id);
+      // A failed rank's wrapper waits for its peers to be told and to end (rank_guard.h); once
+      // no rank with the library is left to raise, closing the departed ranks' connections lets
+      // the lingering wrappers go (the launcher then ends the rest).
+      if (watch.failing() && watch.running_with_library() == 0) {
+        std::vector<int> departed;
+        for (auto& [id, c] : conns) {
+          const auto it = watch.ranks().find(id);
+          if (it != watch.ranks().end() && it->second.departure) departed.push_back(id);
+        }
+        for (int id : departed) {
+          ::close(conns[id].fd);
+          conns.erase(id);
+        }
+      }
+      const std::int64_t until = drain_until_ns;
+      if (until != 0 && (watch.running() == 0 ||
+                         std::chrono::steady_clock::now().time_since_epoch().count() >= until))
+        return;
+    }
+  }
+};
+
+JobMonitor::JobMonitor() : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  const bool v6 = std::any_of(s.addresses.begin(), s.addresses.end(), [](const std::string& a) { return a.find(':') != std::string::npos; });
+  s.listen_fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (s.listen_fd < 0 && v6) s.listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (s.listen_fd < 0) throw_syscall_error("socket (the job monitor)", errno);
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  int domain = 0;
+  socklen_t dlen = sizeof domain;
+  ::getsockopt(s.listen_fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen);
+  if (domain == AF_INET6) {
+    int off = 0;
+    ::setsockopt(s.listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+    auto* a6 = reinterpret_cast<sockaddr_in6*>(&addr);
+    a6->sin6_family = AF_INET6;
+    a6->sin6_addr = in6addr_any;
+    len = sizeof *a6;
+  } else {
+    auto* a4 = reinterpret_cast<sockaddr_in*>(&addr);
+    a4->sin_family = AF_INET;
+    a4->sin_addr.s_addr = htonl(INADDR_ANY);
+    len = sizeof *a4;
+    s.addresses.erase(std::remove_if(s.addresses.begin(), s.addresses.end(),
+                                     [](const std::string& a) { return a.find(':') != std::string::npos; }),
+                      s.addresses.end());
+  }
+  if (::bind(s.listen_fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) throw_syscall_error("bind (the job monitor)", errno);
+  if (::listen(s.listen_fd, 1024) != 0) throw_syscall_error("listen (the job monitor)", errno);
+  sockaddr_storage bound{};
+  socklen_t blen = sizeof bound;
+  ::getsockname(s.listen_fd, reinterpret_cast<sockaddr*>(&bound), &blen);
+  s.port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                              : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  if (::pipe2(s.wake, O_CLOEXEC | O_NONBLOCK) != 0) throw_syscall_error("pipe2 (the job monitor)", errno);
+  s.thread = std::thread([&s] { s.loop(); });
+}
+
+JobMonitor::~JobMonitor() {
+  State& s = *state_;
+  s.stop = true;
+  if (s.wake[1] >= 0) {
+    ssize_t n = ::write(s.wake[1], "x", 1);
+    (void)n;
+  }
+  if (s.thread.joinable()) s.thread.join();
+  for (auto& [id, c] : s.conns) ::close(c.fd);
+  for (int fd : {s.listen_fd, s.wake[0], s.wake[1]})
+    if (fd >= 0) ::close(fd);
+}
+
+std::string JobMonitor::endpoint() const {
+  std::string out = std::to_string(state_->port) + "," + state_->token;
+  for (const auto& a : state_->addresses) out += "," + a;
+  return out;
+}
+
+const std::atomic<bool>& JobMonitor::end_requested() const { return state_->end; }
+
+JobWatch JobMonitor::finish(std::chrono::milliseconds drain) {
+  State& s = *state_;
+  s.drain_until_ns = (std::chrono::steady_clock::now() + drain).time_since_epoch().count();
+  ssize_t n = ::write(s.wake[1], "x", 1);
+  (void)n;
+  if (s.thread.joinable()) s.thread.join();
+  for (auto& [id, c] : s.conns) ::close(c.fd);
+  s.conns.clear();
+  return s.watch;
+}
+
+}  // namespace gj

@@ -1,0 +1,206 @@
+// JobWatch (the job monitor's rules) and the failure summary's rendering.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "failure_summary.h"
+#include "job_watch.h"
+#include "monitor_line.h"
+
+namespace {
+
+std::string start(int rank, const char* pod, int local = 0, int size = 2) {
+  return "start token=T rank=" + std::to_string(rank) + " size=" + std::to_string(size) + " local=" +
+         std::to_string(local) + " pod=" + pod + " pid=10" + std::to_string(rank);
+}
+
+std::vector<std::string> lines_to(const gj::WatchStep& step, int conn) {
+  std::vector<std::string> out;
+  for (const auto& s : step.sends)
+    if (s.conn == conn) out.push_back(s.line);
+  return out;
+}
+
+bool contains(const std::vector<std::string>& lines, const std::string& part) {
+  for (const auto& l : lines)
+    if (l.find(part) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("monitor line: verb, fields and a reason that runs to the end") {
+  const auto l = gj::parse_monitor_line("lost rank=1 host=job-worker-0 reason=exited with code 3");
+  REQUIRE(l);
+  CHECK(l->verb == "lost");
+  CHECK(l->number("rank") == 1);
+  CHECK(l->get("host") == std::string("job-worker-0"));
+  CHECK(l->reason == std::string("exited with code 3"));
+  CHECK_FALSE(gj::parse_monitor_line(""));
+  CHECK_FALSE(gj::parse_monitor_line("a=b c"));
+  CHECK(gj::format_monitor_line("fail", {{"kind", "nccl watchdog"}}, "line\nbreak") ==
+        "fail kind=nccl_watchdog reason=line break");
+  std::string buf = "one\ntwo\nthr";
+  CHECK(gj::take_lines(buf) == std::vector<std::string>{"one", "two"});
+  CHECK(buf == "thr");
+}
+
+TEST_CASE("job watch: a healthy job (every rank shuts down, exits 0) is no failure and gets end status=ok") {
+  gj::JobWatch w("T");
+  w.on_line(1, start(0, "p0"), 0);
+  w.on_line(2, start(1, "p0", 1), 0);
+  w.on_line(1, "hello rank=0 size=2", 0);
+  w.on_line(2, "hello rank=1 size=2", 0);
+  const auto first_leave = w.on_line(1, "leave time=10", 0);
+  CHECK(contains(lines_to(first_leave, 2), "lost rank=0 host=p0 reason=left the job: called shutdown"));
+  const auto second = w.on_line(2, "leave time=11", 0);
+  CHECK(contains(lines_to(second, 1), "end status=ok"));
+  CHECK(contains(lines_to(second, 2), "end status=ok"));
+  w.on_line(1, "exit code=0 time=20 oom=0 memmax=max", 0);
+  w.on_line(2, "exit code=0 time=21 oom=0 memmax=max", 0);
+  CHECK_FALSE(w.failing());
+  CHECK_FALSE(w.report());
+}
+
+TEST_CASE("job watch: a plain program (no library) exiting 0 is a normal end; a wrong token is closed") {
+  gj::JobWatch w("T");
+  w.on_line(1, start(0, "p0"), 0);
+  const auto other = w.on_line(2, "start token=X rank=1", 0);
+  CHECK(other.close == std::vector<int>{2});
+  w.on_line(1, "exit code=0 time=5", 0);
+  CHECK_FALSE(w.failing());
+}
+
+TEST_CASE("job watch: the first failure tells every other rank lost + end and fails the job") {
+  struct Row {
+    const char* exit_line;
+    const char* lost_reason;
+  };
+  auto row = GENERATE(Row{"exit code=3 time=100", "exited with code 3"},
+                      Row{"exit signal=9 time=100 oom=1 memmax=2147483648", "killed by SIGKILL (OOM killer: pod memory limit 2 GiB)"},
+                      Row{"exit signal=11 time=100", "killed by SIGSEGV"});
+  gj::JobWatch w("T");
+  w.on_line(1, start(0, "p0"), 0);
+  w.on_line(2, start(1, "p1"), 0);
+  const auto step = w.on_line(2, row.exit_line, 0);
+  CHECK(step.job_failed_now);
+  CHECK(w.failing());
+  const auto to0 = lines_to(step, 1);
+  REQUIRE(to0.size() == 2);
+  CHECK(to0[0] == std::string("lost rank=1 host=p1 reason=") + row.lost_reason);
+  CHECK(to0[1].rfind("end status=failed reason=rank 1 (host p1) ", 0) == 0);
+  CHECK(lines_to(step, 2).empty());
+}
+
+TEST_CASE("job watch: the first rank is the first to depart, not the first to report") {
+  gj::JobWatch w("T");
+  w.on_line(1, start(0, "p0"), 0);
+  w.on_line(2, start(1, "p1"), 0);
+  w.on_line(3, start(2, "p1", 1, 3), 0);
+  w.on_line(1, "exit code=1 time=200", 0);       // reported first, departed later
+  w.on_line(2, "tail reason=Traceback (most recent call last):", 0);
+  w.on_line(2, "exit signal=9 time=100", 0);     // departed first
+  w.on_drop(3, 300);
+  const auto rep = w.report();
+  REQUIRE(rep);
+  CHECK(rep->first.rank == 1);
+  CHECK(rep->first.stderr_tail == std::vector<std::string>{"Traceback (most recent call last):"});
+  REQUIRE(rep->collateral.size() == 2);
+  CHECK(rep->collateral[0].rank == 0);
+  CHECK(rep->collateral[1].rank == 2);
+  CHECK_FALSE(rep->pod_lost);
+}
+
+TEST_CASE("job watch: a rank that shut down early is the cause when the peers failed for a lost peer") {
+  gj::JobWatch w("T");
+  w.on_line(1, start(0, "p0"), 0);
+  w.on_line(2, start(1, "p0", 1), 0);
+  w.on_line(1, "hello rank=0 size=2", 0);
+  w.on_line(2, "hello rank=1 size=2", 0);
+  w.on_line(2, "leave time=50", 0);
+  w.on_line(2, "exit code=0 time=60", 0);
+  CHECK_FALSE(w.failing());
+  w.on_line(1, "fail kind=peer-lost time=90 reason=gjAllReduce: rank 1 left the job", 0);
+  w.on_line(1, "exit code=1 time=100", 0);
+  const auto rep = w.report();
+  REQUIRE(rep);
+  CHECK(rep->first.rank == 1);
+  CHECK(rep->left_after_shutdown);
+  REQUIRE(rep->collateral.size() == 1);
+  CHECK(rep->collateral[0].rank == 0);
+}
+
+TEST_CASE("job watch: exit 0 of a library rank without shutdown is a failure") {
+  gj::JobWatch w("T");
+  w.on_line(1, start(0, "p0"), 0);
+  w.on_line(2, start(1, "p0", 1), 0);
+  w.on_line(2, "hello rank=1 size=2", 0);
+  const auto step = w.on_line(2, "exit code=0 time=60", 0);
+  CHECK(step.job_failed_now);
+  CHECK(contains(lines_to(step, 1), "exited with code 0 without calling shutdown"));
+}
+
+TEST_CASE("job watch: every wrapper of a pod dropped is that pod lost") {
+  gj::JobWatch w("T");
+  w.on_line(1, start(0, "master"), 0);
+  w.on_line(2, start(1, "worker-1"), 0);
+  w.on_line(3, start(2, "worker-1", 1, 3), 0);
+  const auto step = w.on_drop(2, 100);
+  CHECK(step.job_failed_now);
+  CHECK(contains(lines_to(step, 1), "lost rank=1 host=worker-1 reason=pod worker-1 lost:"));
+  w.on_drop(3, 101);
+  w.on_line(1, "exit signal=15 time=3000", 0);
+  const auto rep = w.report();
+  REQUIRE(rep);
+  CHECK(rep->first.rank == 1);
+  CHECK(rep->pod_lost);
+}
+
+TEST_CASE("failure summary: the fields, one line each") {
+  gj::FailureReport rep;
+  rep.first.rank = 1;
+  rep.first.local_rank = 1;
+  rep.first.pod = "job-worker-0";
+  rep.first.fail_kind = "nccl-watchdog";
+  rep.first.fail_reason = "NCCL communicator aborted after 600000 ms";
+  rep.first.stderr_tail = {"line a", "line b"};
+  gj::Departure d;
+  d.kind = gj::Departure::Kind::Signalled;
+  d.code = 9;
+  d.time_ns = 1796415534949000000;
+  d.oom_kill = true;
+  d.memory_max = "536870912";
+  rep.first.departure = d;
+  gj::RankRecord c;
+  c.rank = 0;
+  c.pod = "job-master-0";
+  gj::Departure cd;
+  cd.code = 1;
+  c.departure = cd;
+  c.fail_kind = "peer-lost";
+  rep.collateral = {c};
+  const auto lines = gj::render_failure_summary(rep);
+  REQUIRE(lines.size() == 7);
+  CHECK(lines[0] == "rank failure: rank 1 (local rank 1, pod job-worker-0) killed by SIGKILL (OOM killer: pod memory limit "
+                    "512 MiB) at 2026-12-04T20:18:54.949Z; it was the first rank to leave the job");
+  CHECK(lines[1].find("killed by the OOM killer (pod memory limit 512 MiB)") != std::string::npos);
+  CHECK(lines[2] == "  NCCL watchdog abort: NCCL communicator aborted after 600000 ms");
+  CHECK(lines[3] == "  last 2 line(s) of its stderr:");
+  CHECK(lines[4] == "  | line a");
+  CHECK(lines[6] == "  collateral (ended because of it): rank 0 (job-master-0, exit 1, lost a peer)");
+  CHECK(gj::failure_short_form(rep) ==
+        "rank 1 (local rank 1, pod job-worker-0) killed by SIGKILL (OOM killer: pod memory limit 512 MiB) (NCCL watchdog "
+        "abort); 1 other rank ended with it; the master's log has the summary");
+}
+
+TEST_CASE("failure summary: signal names and memory limits") {
+  CHECK(gj::signal_name(9) == "SIGKILL");
+  CHECK(gj::signal_name(11) == "SIGSEGV");
+  CHECK(gj::signal_name(6) == "SIGABRT");
+  CHECK(gj::signal_name(64) == "signal 64");
+  CHECK(gj::memory_limit_text("max") == "none");
+  CHECK(gj::memory_limit_text("2147483648") == "2 GiB");
+  CHECK(gj::memory_limit_text("1000") == "1000 bytes");
+  CHECK(gj::memory_limit_text("") == "unknown");
+}
