@@ -291,6 +291,9 @@ def test_dry_run_flavours(sb):
         ("mpirun (Open MPI) 5.0.3", "openmpi5", "--prtemca"),
         ("HYDRA build details:\n    Version: 4.1", "mpich", "-launcher"),
         ("Intel(R) MPI Library for Linux* OS, Version 2021.10", "intel", "-bootstrap"),
+        # Intel MPI's own banner, captured from impi-rt 2021.18.1 (the version CI runs)
+        (open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "impi-rt-2021.18.1.version")).read(),
+         "intel", "-bootstrap-exec-args"),
     ]
     for version, flavour, marker in cases:
         env = sb.env(master_gpu="8", worker_gpu="8")
@@ -1094,24 +1097,55 @@ def test_static(sb):
     check("not a dynamic executable" in (l.stdout + l.stderr), l.stdout + l.stderr)
 
 
+def use_intel_mpi(env, named=False):
+    """Makes env an image with Intel MPI's runtime (GJ_IMPI_ROOT, scripts/install-deps.sh --impi) first
+    in PATH, so gj-mpirun detects it from `mpiexec --version` (no GJ_MPI), and programs built against
+    Debian's MPICH loading Intel MPI's libmpi.so.12 through GJ_IMPI_ABI_DIR (tests/impi). named: Intel
+    MPI not in PATH (Open MPI's mpiexec is), but named: GJ_MPI=intel, GJ_MPIEXEC=<root>/bin/mpiexec.hydra."""
+    root = os.environ.get("GJ_IMPI_ROOT", "/opt/gj-venvs/impi")
+    abi = os.environ.get("GJ_IMPI_ABI_DIR", "")
+    if not os.access(os.path.join(root, "bin", "mpiexec.hydra"), os.X_OK) or not abi or \
+            not os.path.exists(os.path.join(abi, "libmpich.so.12")):
+        skip(f"no Intel MPI runtime at GJ_IMPI_ROOT={root} (scripts/install-deps.sh --impi) or no "
+             f"libmpich.so.12 in GJ_IMPI_ABI_DIR={abi!r}")
+    env.update({"I_MPI_ROOT": root, "LD_LIBRARY_PATH": abi + ":" + os.path.join(root, "lib")})
+    if named:
+        env.update({"GJ_MPI": "intel", "GJ_MPIEXEC": os.path.join(root, "bin", "mpiexec.hydra")})
+    else:
+        env["PATH"] = os.path.join(root, "bin") + ":" + env["PATH"]
+
+
 def test_real_mpi_job(sb):
-    """The README's example: master with no workers, real mpiexec, a real MPI program on 2 local slots."""
+    """The README's example: master with no workers, real mpiexec, a real MPI program on 2 local
+    slots; EXTRA[1] == "intel": under Intel MPI (the program built against MPICH), detected;
+    "intel-named": named by GJ_MPI=intel and GJ_MPIEXEC."""
     program = EXTRA[0]
+    intel = EXTRA[1:] in (["intel"], ["intel-named"])
     env = sb.env(master_cpu="2", replicas="0", mpi_host="")
     for k in ("GJ_MPIEXEC", "GJ_SSHD"):
         env.pop(k)
     env.update({"GJ_MASTER_HOST": "localhost", "GJ_NO_SSHD": "1", "OMPI_MCA_btl": "self,vader,tcp",
                 "OMPI_MCA_plm_rsh_agent": "false"})
+    if intel:
+        use_intel_mpi(env, named=EXTRA[1] == "intel-named")
+        env["I_MPI_DEBUG"] = "4"  # rank 0 names its library and fabric
     r = sb.run([program], env, timeout=120)
     expect_rc(r, 0, "real mpi job")
     for rank in (0, 1):
         check(f"rank {rank} of 2" in r.stdout, f"rank {rank} missing: {r.stdout}\n{r.stderr}")
     check("allreduce ok" in r.stdout, r.stdout)
+    if intel:
+        check(re.search(r"MPI_NP=2 \(.*, intel\)", r.stderr), f"flavour not detected as intel: {r.stderr}")
+        check("Intel(R) MPI Library, Version" in r.stdout + r.stderr, f"not Intel MPI's library: {r.stdout}{r.stderr}")
+        # Intel MPI pins by default; gj-mpirun turns that off exactly when its binding is off.
+        off = "] cpu binding: off" in r.stderr
+        check(("I_MPI_PIN=off" in r.stdout + r.stderr) == off,
+              f"binding {'off' if off else 'not off'} but I_MPI_PIN=off {'missing' if off else 'set'}: {r.stdout}{r.stderr}")
 
 
 def test_torch_distributed(sb):
     """An unchanged torch.distributed (gloo) script, master-only on 2 local slots (a GPU-shaped
-    pod: 2 GPUs, 6 CPUs), under the MPI flavour named by EXTRA[1] (openmpi or mpich): every rank
+    pod: 2 GPUs, 6 CPUs), under the MPI flavour named by EXTRA[1] (openmpi, mpich or intel): every rank
     gets torchrun's variables and torch runs 6 / 2 = 3 threads (fewer under a smaller cgroup quota)."""
     script, flavour = EXTRA[0], EXTRA[1]
     env = sb.env(master_cpu="6", master_gpu="2", replicas="0", mpi_host="")
@@ -1123,6 +1157,8 @@ def test_torch_distributed(sb):
                 "OMPI_MCA_btl": "self,vader,tcp", "OMPI_MCA_plm_rsh_agent": "false"})
     if flavour == "mpich":
         env.update({"GJ_MPI": "mpich", "GJ_MPIEXEC": "mpiexec.mpich"})
+    elif flavour == "intel":
+        use_intel_mpi(env)
     r = sb.run([script], env, timeout=150)
     expect_rc(r, 0, f"torch.distributed job ({flavour}): {r.stdout}\n{r.stderr}")
     for rank in (0, 1):
@@ -1135,7 +1171,8 @@ def test_real_mpi_over_ssh(sb):
     """Real Open MPI reaching a second "host" (127.0.0.2, not a local interface address, so Open
     MPI launches its daemon there over ssh) through the master's own sshd: the ssh options,
     copied key and port of the plan work, and a rank started over ssh sees the pod environment
-    through sshd's SetEnv (GJ_E2E_MARKER is not forwarded by mpiexec)."""
+    through sshd's SetEnv (GJ_E2E_MARKER is not forwarded by mpiexec). EXTRA[1] == "intel": the
+    same under Intel MPI (the program built against MPICH)."""
     program = EXTRA[0]
     real_sshd("real_mpi_over_ssh")
     sb.use_real_keypair()
@@ -1144,6 +1181,8 @@ def test_real_mpi_over_ssh(sb):
         env.pop(k)
     env.update({"GJ_SSH_PORT": str(free_port()), "GJ_MASTER_HOST": "127.0.0.1", "GJ_E2E_MARKER": "seen-over-ssh",
                 "OMPI_MCA_btl": "self,vader,tcp"})
+    if EXTRA[1:] == ["intel"]:
+        use_intel_mpi(env)  # Intel's hydra: -bootstrap ssh with the plan's ssh options
     r = sb.run(["--supervise", "--ready-timeout", "60", program, "GJ_E2E_MARKER"], env, timeout=150)
     expect_rc(r, 0, "real mpi over ssh")
     for rank in (0, 1):

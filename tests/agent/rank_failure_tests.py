@@ -6,7 +6,7 @@ summary naming rank 1, its pod, its status and its stderr tail; the other rank (
 the collectives library, rank_failure_prog.py) gets `lost rank=1` within 2 s. A healthy job
 prints no summary and exits 0.
 
-Usage: rank_failure_tests.py <gj-mpirun> <case> <openmpi|mpich>
+Usage: rank_failure_tests.py <gj-mpirun> <case> <openmpi|mpich|intel>
 Exit: 0 pass, 1 fail, 77 skip (the MPI flavour or the cgroup v2 memory controller missing).
 """
 import datetime
@@ -52,9 +52,14 @@ def base_env(flavour, scratch):
     })
     if flavour == "mpich":
         env.update({"GJ_MPI": "mpich", "GJ_MPIEXEC": "mpiexec.mpich"})
+    elif flavour == "intel":  # Intel MPI's runtime (tests/impi); the rank program needs no MPI library
+        root = os.environ.get("GJ_IMPI_ROOT", "/opt/gj-venvs/impi")
+        env.update({"GJ_MPI": "intel", "GJ_MPIEXEC": os.path.join(root, "bin", "mpiexec.hydra"), "I_MPI_ROOT": root})
     else:
         env.update({"GJ_MPI": "openmpi", "GJ_MPIEXEC": "mpiexec.openmpi"})
     if shutil.which(env["GJ_MPIEXEC"]) is None:
+        if os.environ.get("CI") == "true" and flavour == "intel":
+            raise Fail(f"{env['GJ_MPIEXEC']} is not installed (CI=true: scripts/install-deps.sh --impi makes it)")
         raise Skip(f"{env['GJ_MPIEXEC']} is not installed")
     return env
 

@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
+
 #include "mpiexec_argv.h"
 #include "test_support.h"
 
@@ -174,6 +177,17 @@ TEST_CASE("flavour detection from mpiexec --version", "[argv]") {
   CHECK(flavour_from_name("openmpi5") == MpiFlavour::OpenMpi5);
   CHECK(flavour_from_name("intel") == MpiFlavour::Intel);
   CHECK_FALSE(flavour_from_name("OpenMPI").has_value());
+}
+
+// The real banner of Intel MPI's runtime from PyPI (impi-rt 2021.18.1, the version CI runs): it
+// names neither hydra nor MPICH, only the library.
+TEST_CASE("flavour detection from Intel MPI's own mpiexec --version", "[argv]") {
+  std::ifstream in(GJ_SOURCE_DIR "/tests/agent/data/impi-rt-2021.18.1.version");
+  REQUIRE(in);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(text.rfind("Intel(R) MPI Library for Linux* OS, Version 2021.18.1", 0) == 0);
+  CHECK(detect_flavour(text) == MpiFlavour::Intel);
+  CHECK(known_mpi_defect(text).empty());
 }
 
 TEST_CASE("known MPI defects named from mpiexec --version", "[argv]") {

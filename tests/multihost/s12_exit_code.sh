@@ -6,7 +6,7 @@
 # within 5 s of the failure; its log must end with one failure summary naming rank 2, local rank
 # 0, pod exit-worker-1 and its status (exit code 7, SIGKILL), and the ranks ended with it as
 # collateral; the master's and worker-1's termination logs say so; no rank, orted or hydra proxy
-# may stay behind on any pod. Third argument: openmpi (default) or mpich.
+# may stay behind on any pod. Third argument: openmpi (default), mpich or intel.
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$1" "$2"
 mh_flavour "${3:-openmpi}"

@@ -6,10 +6,16 @@
 # and a busy neighbour delays an unpinned rank by more than 10 round trips of the fast namespace
 # bridge too); ranks pinned to the same core wait a scheduler slice (milliseconds) for each other. The control: the same job with the user's
 # `--bind-to core` is pinned (the user's binding wins), and its time is logged.
-# Arguments: <gj-mpirun> <mh_probe> <mh_tcp_rtt>
+# Arguments: <gj-mpirun> <mh_probe> <mh_tcp_rtt> [openmpi|intel] (Intel MPI: gj-mpirun's default is
+# -genv I_MPI_PIN off, the user's binding the control's I_MPI_PIN_PROCESSOR_LIST=0).
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$1" "$2"
 rtt_tool=$(realpath -e "${3:-}") || mh_die "mh_tcp_rtt '${3:-}' not found; build it first"
+mh_flavour "${4:-openmpi}"
+user_binding=(--mpi-arg=--bind-to --mpi-arg=core) user_reason='--bind-to core'
+if [ "$MH_FLAVOUR" = intel ]; then
+  user_binding=(--mpi-arg=-genv --mpi-arg=I_MPI_PIN_PROCESSOR_LIST --mpi-arg=0) user_reason=I_MPI_PIN_PROCESSOR_LIST
+fi
 cpus=$(nproc)
 if [ "$cpus" -lt 2 ]; then
   [ "${CI:-}" = true ] && mh_die "one CPU here: two pods need two cores to show the binding (CI=true)"
@@ -32,7 +38,7 @@ mh_log "TCP round trip between the pods: $rtt_us us (median of 2000)"
 # last_log (the master's log, kept as <log>.<what>).
 run_job() {
   local what=$1 n=$2 log; shift 2
-  mh_agent_job 1 0 1 0 -- "$@" "$MH_PROG" --affinity --time "$n"
+  mh_agent_job 1 0 1 0 "${MH_FLAVOUR_ENV[@]}" -- "$@" "$MH_PROG" --affinity --time "$n"
   mh_pod_wait "$master" 60 || mh_die "$what: the job still runs after 60 s"
   log=$(mh_podlog "$master")
   mh_assert_eq "$what: master exit code" 0 "$MH_RC"
@@ -41,7 +47,7 @@ run_job() {
   mh_log "$what: 4-byte allreduce across the pods: $allreduce_us us (median of $n)"
   mv "$log" "$log.$what"
   mh_pod_kill "$worker"; mh_pod_wait "$worker" 10
-  last_log="$log.$what"
+  last_log=$(mh_rank_lines "$log.$what")  # hydra may join two ranks' lines
 }
 
 run_job default 2000
@@ -54,9 +60,9 @@ awk -v a="$allreduce_us" -v l="$limit" 'BEGIN {exit !(a < l)}' \
   || mh_die "default: the allreduce takes $allreduce_us us, over max(10x the TCP round trip, 250 us) = $limit us: ranks are waiting for CPU"
 mh_log "ok: default allreduce $allreduce_us us < max(10 x round trip, 250 us) = $limit us"
 
-run_job user_binding 300 --mpi-arg=--bind-to --mpi-arg=core
-mh_assert_grep "user binding: the reason names it" '\] cpu binding: yours \(--bind-to core\)' "$last_log"
+run_job user_binding 300 "${user_binding[@]}"
+mh_assert_grep "user binding: the reason names it" "\\] cpu binding: yours \\($user_reason\\)" "$last_log"
 for host in "$master" "$worker"; do
   mh_assert_grep "user binding: the rank on $host is pinned to one CPU" "^RANK [01]/2 host=$host cpus=1\$" "$last_log"
 done
-mh_log "with --bind-to core the allreduce takes $allreduce_us us ($(awk -v a="$allreduce_us" -v r="$rtt_us" 'BEGIN {printf "%.0f", a / r}')x the round trip)"
+mh_log "with $user_reason the allreduce takes $allreduce_us us ($(awk -v a="$allreduce_us" -v r="$rtt_us" 'BEGIN {printf "%.0f", a / r}')x the round trip)"

@@ -3,7 +3,7 @@
 # fails: its sshd and rank wrappers gone). The job must end within 5 s with exit 7, "a rank
 # failed" (README "Exit codes"); the master's failure summary must name the rank of that pod
 # (rank 2) and say the pod was lost; no rank, orted or hydra proxy may stay behind on the
-# surviving pods. Third argument: openmpi (default) or mpich.
+# surviving pods. Third argument: openmpi (default), mpich or intel.
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$1" "$2"
 mh_flavour "${3:-openmpi}"

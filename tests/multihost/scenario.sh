@@ -55,9 +55,19 @@ mh_master() { echo "${MH_PODS[0]}"; }
 # does not. Set in every pod's environment, as a platform would.
 MH_MPICH_POD_ENV=(UCX_TLS=tcp,self UCX_NET_DEVICES=eth0)
 
-# mh_flavour <openmpi|mpich>: sets MH_FLAVOUR and MH_FLAVOUR_ENV, what every pod of a job gets
-# for that MPI flavour (MPICH: GJ_MPI, GJ_MPIEXEC and MH_MPICH_POD_ENV). Without mpiexec.mpich
-# an MPICH scenario skips (fails under CI=true).
+# For Intel MPI pods: an image with Intel MPI's runtime at GJ_IMPI_ROOT (its bin first in PATH, so
+# gj-mpirun detects the flavour from `mpiexec --version`) and programs built against Debian's MPICH,
+# whose libmpich.so.12 resolves to Intel MPI's libmpi.so.12 through GJ_IMPI_ABI_DIR (the build's
+# impi-abi folder). The fabrics a shared-memory + TCP cluster names (docs/agent.md, "Intel MPI"):
+# shared memory within a pod (Intel MPI groups ranks into nodes by host name, so never across
+# these pods of one kernel), libfabric's tcp provider on the pod's eth0 between pods. Intel's
+# defaults chose the same here; the pods set them as a platform's template would.
+MH_IMPI_POD_ENV=(I_MPI_FABRICS=shm:ofi FI_PROVIDER=tcp FI_TCP_IFACE=eth0)
+
+# mh_flavour <openmpi|mpich|intel>: sets MH_FLAVOUR and MH_FLAVOUR_ENV, what every pod of a job
+# gets for that MPI flavour (MPICH: GJ_MPI, GJ_MPIEXEC and MH_MPICH_POD_ENV; Intel MPI: PATH,
+# LD_LIBRARY_PATH and MH_IMPI_POD_ENV). Without mpiexec.mpich (Intel MPI's runtime and the impi-abi
+# folder) such a scenario skips (fails under CI=true).
 MH_FLAVOUR=openmpi MH_FLAVOUR_ENV=()
 mh_flavour() {
   MH_FLAVOUR=$1 MH_FLAVOUR_ENV=()
@@ -70,7 +80,17 @@ mh_flavour() {
         exit "$MH_SKIP"
       fi
       MH_FLAVOUR_ENV=(GJ_MPI=mpich GJ_MPIEXEC=mpiexec.mpich "${MH_MPICH_POD_ENV[@]}") ;;
-    *) mh_die "MPI flavour '$MH_FLAVOUR': use openmpi or mpich" ;;
+    intel)
+      local impi=${GJ_IMPI_ROOT:-/opt/gj-venvs/impi} abi=${GJ_IMPI_ABI_DIR:-}
+      if [ ! -x "$impi/bin/mpiexec.hydra" ] || [ -z "$abi" ] || [ ! -e "$abi/libmpich.so.12" ]; then
+        local why="no Intel MPI runtime at GJ_IMPI_ROOT=$impi (scripts/install-deps.sh --impi) or no libmpich.so.12 in GJ_IMPI_ABI_DIR='$abi'"
+        [ "${CI:-}" = true ] && mh_die "$why (CI=true)"
+        mh_log "SKIP: $why"
+        exit "$MH_SKIP"
+      fi
+      MH_KEEP_PATHS+=":$impi:$abi"
+      MH_FLAVOUR_ENV=(PATH="$impi/bin:$MH_POD_PATH" LD_LIBRARY_PATH="$abi:$impi/lib" I_MPI_ROOT="$impi" "${MH_IMPI_POD_ENV[@]}") ;;
+    *) mh_die "MPI flavour '$MH_FLAVOUR': use openmpi, mpich or intel" ;;
   esac
 }
 
@@ -143,7 +163,7 @@ mh_assert_no_ranks_left() {
   while :; do
     left=""
     for pod in "${MH_PODS[@]}"; do
-      left+=$(mh_pod_ps "$pod" | grep -E '^[0-9]+ (mh_probe|mh_probe_mpich|orted|hydra_pmi_proxy|python3) ' | sed "s/^/$pod: /")
+      left+=$(mh_pod_ps "$pod" | grep -E '^[0-9]+ (mh_probe|mh_probe_mpich|orted|hydra_pmi_proxy|hydra_bstrap_pr|python3) ' | sed "s/^/$pod: /")
     done
     [ -z "$left" ] && break
     [ "$t" -ge $((limit * 10)) ] && mh_die "processes still running ${limit}s after the job ended: $left"
