@@ -62,9 +62,9 @@ def as_tensor(value, what, argument="tensor"):
 def check_dtype(t, what, reduce, argument="tensor"):
     """TypeError naming the argument and dtype when gj cannot take t's dtype."""
     name = t.dtype.name
-    if reduce and name not in _host.REDUCIBLE:
+    if reduce and name not in _host.REDUCED:
         raise TypeError(f"{what}: {argument} has dtype {name}, which gj cannot reduce; use one of "
-                        f"{', '.join(sorted(_host.REDUCIBLE))}")
+                        f"{', '.join(_host.REDUCED)}")
     if not reduce and (t.dtype == tf.string or t.dtype == tf.variant or t.dtype == tf.resource):
         raise TypeError(f"{what}: {argument} has dtype {name}, which gj cannot move (numeric and bool tensors only)")
 
@@ -80,8 +80,27 @@ def _call(what, operation, name, body, inputs, touts):
         return [tf.convert_to_tensor(o, dtype=d) for o, d in zip(outs, touts)]
     _refuse_xla(what)
     _basics.require_init(what)
-    return tf.numpy_function(named_body, list(inputs), list(touts), stateful=True,
-                             name=f"Gj{operation.title().replace('_', '')}_{next(_names)}")
+    return _in_order(lambda: tf.numpy_function(named_body, list(inputs), list(touts), stateful=True,
+                                               name=f"Gj{operation.title().replace('_', '')}_{next(_names)}"))
+
+
+def _in_order(make):
+    """make() -> the op's outputs, issued after the graph's previous gj op. tf.function's
+    automatic control dependencies order stateful ops already; a TF1 graph (tf.compat.v1,
+    Session.run) has none, and its executor may start independent ops in any order, so each
+    gj op there depends on the one made before it: creation order, the same on every rank."""
+    graph = tf.compat.v1.get_default_graph()
+    if getattr(graph, "_gj_automatic_order", None) is None:
+        from tensorflow.python.framework.func_graph import FuncGraph
+        graph._gj_automatic_order = isinstance(graph, FuncGraph)
+    if graph._gj_automatic_order:
+        return make()
+    last = getattr(graph, "_gj_last_op", None)
+    with tf.control_dependencies([last] if last is not None else []):
+        outs = make()
+    first = outs[0] if isinstance(outs, (list, tuple)) else outs
+    graph._gj_last_op = first.op
+    return outs
 
 
 def _op_of(op, average, what):
@@ -385,7 +404,7 @@ def barrier(process_set=global_process_set):
     def body():
         translated(_host.barrier, process_set, what)
         return np.int32(0)
-    return tf.numpy_function(body, [], tf.int32, stateful=True, name=f"GjBarrier_{next(_names)}")
+    return _in_order(lambda: tf.numpy_function(body, [], tf.int32, stateful=True, name=f"GjBarrier_{next(_names)}"))
 
 
 def _value_op(fn, what):
