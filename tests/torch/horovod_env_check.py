@@ -19,7 +19,7 @@ import tempfile
 import torch
 
 import gj.torch as hvd
-from gj.torch import _basics
+from gj.common import state as _state
 
 LINE = "gj.torch: HOROVOD_* variables set but not honoured by gj: "
 
@@ -46,7 +46,7 @@ def check_map():
     try:
         hvd.init()
         buckets = model_buckets()
-        fusion = _basics._world.fusion_threshold
+        fusion = _state.world.fusion_threshold
     finally:
         sys.stderr.flush()
         os.dup2(saved, 2)

@@ -11,6 +11,7 @@ import time
 
 import torch
 
+import gj.common.state
 import gj.torch as hvd
 
 hvd.init()
@@ -19,7 +20,7 @@ if hvd.rank() == 1:
     hvd.shutdown()
     sys.exit(0)
 captured = io.StringIO()
-hvd._basics.stall_watch._out = captured
+gj.common.state.stall_watch._out = captured
 start = time.monotonic()
 code = 1
 try:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gj.torch._buckets import plan_buckets
+from gj.common.buckets import plan_buckets
 
 
 def test_reverse_order_split_by_size_and_kind():

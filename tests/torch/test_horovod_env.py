@@ -1,4 +1,4 @@
-"""Horovod's environment variables (gj/torch/_horovod_env.py), no MPI: each mapping, each
+"""Horovod's environment variables (gj/common/horovod_env.py), no MPI: each mapping, each
 conflict refused naming both values, the names of the set variables gj does not honour, and
 docs/torch.md listing every entry of the table."""
 
@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from gj.torch import _horovod_env as he
+from gj.common import horovod_env as he
 
 
 @pytest.mark.parametrize("env, settings", [

@@ -312,3 +312,28 @@ def test_check_switch_reaches_the_library_grouped_check_included(world):
             split_call()
     finally:
         comm.destroy()
+
+
+def test_global_process_set_is_not_removed(world):
+    assert hvd.remove_process_set(hvd.global_process_set) is False
+    assert hvd.allreduce(torch.ones(1), op=hvd.Sum).item() == world[1]
+
+
+def test_forked_child_runs_no_exit_hook(world):
+    """A child of os.fork() inherits init()'s exit hooks but not the job: neither shutdown nor
+    abort runs in it (the communicators are the parent's), and the parent goes on."""
+    import os
+    import sys
+    import gj.common.exit_hooks as hooks
+    import gj.common.state as state
+    assert sys.excepthook is hooks._excepthook  # installed by init()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            hooks._at_exit()
+            os._exit(0 if state.world is not None else 3)
+        finally:
+            os._exit(4)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert hvd.allreduce(torch.ones(1), op=hvd.Sum).item() == world[1]

@@ -73,3 +73,12 @@ def test_python_constants_equal_the_headers():
     }
     assert {py: getattr(_lib, py) for py in pairs} == {py: h[c] for py, c in pairs.items()}
     assert _lib.BYTE + 1 == h["gjNumDataTypes"] and len(_lib.OPS) == h["gjNumRedOps"]
+
+
+def test_import_leaves_the_excepthook_alone():
+    """The exit hooks are init()'s: importing a frontend changes nothing of the interpreter's."""
+    code = ("import sys; before = sys.excepthook; import gj.torch; import gj.common.basics; "
+            "assert sys.excepthook is before, sys.excepthook; "
+            "import atexit, gj.common.exit_hooks as h; assert h._owner is None; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -1,9 +1,9 @@
-"""Horovod's stall settings (gj/torch/_stall.py), no MPI: the plan from the environment, every
+"""Horovod's stall settings (gj/common/stall.py), no MPI: the plan from the environment, every
 bad value named, and the watch's one warning per stalled operation."""
 
 import pytest
 
-from gj.torch import _stall
+from gj.common import stall as _stall
 
 
 @pytest.mark.parametrize("env, check, settings", [

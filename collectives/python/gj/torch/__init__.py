@@ -14,11 +14,11 @@ says how.
 
 from ._basics import (cross_rank, cross_size, init, is_homogeneous, is_initialized, local_rank, local_size,
                       rank, shutdown, size)
-from ._capabilities import (ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled, mpi_built, mpi_enabled,
+from ..common.capabilities import (ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled, mpi_built, mpi_enabled,
                             mpi_threads_supported, nccl_built, rocm_built)
-from ._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from ..common.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from .compression import Compression
-from .exceptions import HorovodInternalError, HostsUpdatedInterrupt
+from ..common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 from .functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
 from .alltoall import alltoall, alltoall_async
 from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgather_async, allreduce,
@@ -29,7 +29,7 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgat
                       join, poll, reducescatter, reducescatter_async, sparse_allreduce_async, synchronize)
 from .optimizer import DistributedOptimizer
 from .sync_batch_norm import SyncBatchNorm
-from .timeline import start_timeline, stop_timeline
+from ..common.timeline import start_timeline, stop_timeline
 from . import elastic
 
 __all__ = [

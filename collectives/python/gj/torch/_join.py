@@ -29,10 +29,10 @@ import weakref
 import torch
 
 from .. import _lib
-from . import _agreement as _a
-from . import _basics, _control
-from . import timeline as _timeline
-from .exceptions import HorovodInternalError, translated
+from ..common import agreement as _a
+from ..common import control as _control, timeline as _timeline
+from . import _basics
+from ..common.exceptions import HorovodInternalError, translated
 
 _optimizers = []      # weakrefs to the global set's DistributedOptimizers, in creation order
 _mirroring = False    # this rank runs a step for a joined rank: no announcement of its own

@@ -17,9 +17,9 @@ import itertools
 import torch
 
 from .. import _lib
-from ._agreement import Agreement
+from ..common.agreement import Agreement
 from ._tensor import ptr
-from .exceptions import HorovodInternalError, translated
+from ..common.exceptions import HorovodInternalError, translated
 
 _pending = {}  # plan key -> LateAllgather, until its plan has run
 _keys = itertools.count(1)

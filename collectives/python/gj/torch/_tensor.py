@@ -9,6 +9,7 @@ import ctypes
 import torch
 
 from .. import _lib
+from ..common import agreement as _agreement
 
 DTYPES = {
     torch.float32: _lib.FLOAT32, torch.float64: _lib.FLOAT64, torch.float16: _lib.FLOAT16,
@@ -16,6 +17,7 @@ DTYPES = {
     torch.uint8: _lib.UINT8, torch.int8: _lib.INT8, torch.int16: _lib.INT16, torch.bool: _lib.BOOL,
 }
 REDUCIBLE = [d for d, c in DTYPES.items() if c < _lib.NUM_REDUCIBLE]
+_agreement.DTYPE_CODES.update({str(d): c for d, c in DTYPES.items()})
 
 
 def check_tensor(tensor, what, name="tensor", reduce=False):

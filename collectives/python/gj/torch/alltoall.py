@@ -14,7 +14,7 @@ import torch
 
 from .. import _lib
 from . import mpi_ops
-from . import timeline as _timeline
+from ..common import timeline as _timeline
 from ._basics import global_process_set
 from ._tensor import check_tensor, ptr, stream
 

@@ -19,14 +19,15 @@ import warnings
 import torch
 
 from .. import _lib
-from . import _basics, _control, _join, _late_allgather, _streams
-from . import timeline as _timeline
-from ._agreement import Wire, agree, start as _start
+from ..common import control as _control
+from . import _basics, _join, _late_allgather, _streams
+from ..common import timeline as _timeline
+from ..common.agreement import Wire, agree, start as _start
 from ._basics import global_process_set
-from ._handles import _claim_name, _handles, _new_handle, _pop, poll, synchronize  # noqa: F401 (poll: API)
+from ..common.handles import _claim_name, _handles, _new_handle, _pop, poll, synchronize  # noqa: F401 (poll: API)
 from ._tensor import check_tensor, ptr, require_contiguous, same_device, stream
 from .compression import Compression
-from .exceptions import HorovodInternalError, translated as _call
+from ..common.exceptions import HorovodInternalError, translated as _call
 
 # Horovod's ReduceOp values.
 Average, Sum, Adasum, Min, Max, Product = 0, 1, 2, 3, 4, 5

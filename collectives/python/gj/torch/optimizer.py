@@ -37,12 +37,13 @@ import torch
 
 from .. import _lib
 from .._lib import GjError
-from . import _agreement, _basics, _join, _streams, mpi_ops
+from ..common import agreement as _agreement
+from . import _basics, _join, _streams, mpi_ops
 from ._basics import global_process_set
-from ._buckets import DEFAULT_BUCKET_BYTES, plan_buckets
+from ..common.buckets import DEFAULT_BUCKET_BYTES, plan_buckets
 from ._tensor import check_tensor, ptr, stream
 from .compression import Compression
-from .exceptions import HorovodInternalError
+from ..common.exceptions import HorovodInternalError
 
 BUCKET_BYTES_ENV = "GJ_TORCH_BUCKET_BYTES"
 

@@ -6,7 +6,7 @@ stop_timeline() (or shutdown). Track names are Horovod's: "<operation>.<name>" f
 given name=, "<operation>.noname.<n>" otherwise. Each call writes its phases on its track:
 NEGOTIATE_<OP> (gj's agreement step: the small allreduce of the call's signature, and for
 allgather/alltoall the exchange of the sizes), then <OP> from the moment the data request is
-issued until gj.torch sees it complete (synchronize, or a poll that reports it done). Rank 0
+issued until gj sees it complete (synchronize, or a poll that reports it done). Rank 0
 writes what rank 0 saw; the other ranks record nothing. gj has no negotiation cycle, so
 mark_cycles / HOROVOD_TIMELINE_MARK_CYCLES write no CYCLE_START events.
 """
@@ -19,6 +19,8 @@ import json
 import os
 import threading
 import time
+
+from . import state
 
 __all__ = ["start_timeline", "stop_timeline"]
 
@@ -44,7 +46,7 @@ class _Writer:
         self.tracks = {}
         self.first = True
         self._write({"name": "process_name", "ph": "M", "pid": 0,
-                     "args": {"name": "gj.torch", "start_time_since_epoch_in_micros": self.start_us}})
+                     "args": {"name": state.frontend, "start_time_since_epoch_in_micros": self.start_us}})
 
     def _write(self, event):
         self.file.write(("[\n" if self.first else ",\n") + json.dumps(event))
@@ -74,8 +76,7 @@ class _Writer:
 def start_timeline(file_path, mark_cycles=False):
     """Starts writing the timeline to file_path (rank 0 writes; call it on every rank, as
     Horovod's). A running timeline is closed first. mark_cycles: accepted; gj has no cycles."""
-    from . import _basics
-    rank = _basics.rank()
+    rank = state.world_of("start_timeline").rank
     if not isinstance(file_path, (str, os.PathLike)) or not str(file_path):
         raise ValueError(f"start_timeline: file_path={file_path!r} is not a file path")
     stop_timeline()
@@ -124,6 +125,26 @@ def named(operation):
                 _current_name.reset(token)
         return call
     return wrap
+
+
+class naming:
+    """Context manager: the calls inside record on the track "<operation>.<name>" (or
+    "<operation>.noname.<n>"); what named() does, for a frontend whose calls run where no
+    decorator sits (a graph's callback)."""
+
+    def __init__(self, operation, name):
+        self._operation, self._name, self._token = operation, name, None
+
+    def __enter__(self):
+        if _writer is not None and _current_name.get() is None:
+            name, op = self._name, self._operation
+            track = f"{op}.{name}" if name is not None else f"{op}.noname.{next(_noname)}"
+            self._token = _current_name.set((track, op.upper()))
+
+    def __exit__(self, *exc):
+        if self._token is not None:
+            _current_name.reset(self._token)
+        return False
 
 
 def _track():

@@ -1,11 +1,11 @@
-"""The cross-rank agreement protocol of gj.torch's collectives (gj has no negotiation by name:
+"""The cross-rank agreement protocol of gj's collectives (every frontend) (gj has no negotiation by name:
 every rank issues a process set's collectives in the same order, and this checks it).
 
 A call's signature (operation, dtype, shape, op, root, factors, blocking or not: `fields`) is
 hashed to h < 2^62; one allreduce(MAX) of a fixed-size int64 record over the set carries (h, -h),
 which equals (h, -h) on every rank exactly when every rank passed the same signature, so a
 mismatch raises HorovodInternalError on every rank, with this rank's values, and leaves the set
-usable. The same record tells a rank that called join() (_join.py) what to mirror, and every
+usable. The same record tells a rank that called join() (the frontend's join) what to mirror, and every
 other rank which ranks have joined:
 
     [0] h  [1] -h                     the signature's hash
@@ -31,7 +31,7 @@ import hashlib
 import struct
 
 from .. import _lib
-from . import _basics, _control
+from . import control as _control, state
 from . import timeline as _timeline
 from .exceptions import HorovodInternalError, translated
 
@@ -50,6 +50,9 @@ KINDS = {"allreduce": ALLREDUCE, "grouped_allreduce": GROUPED, "broadcast": BROA
 KIND_NAMES = {ALLREDUCE: "allreduce", GROUPED: "grouped_allreduce", BROADCAST: "broadcast", ALLGATHER: "allgather",
               REDUCESCATTER: "reducescatter", ALLTOALL: "alltoall", ADASUM: "allreduce(op=Adasum)",
               OPTIMIZER_STEP: "DistributedOptimizer step", OTHER: "this collective"}
+# str(a framework's dtype) -> the library's dtype code: each frontend adds its dtypes (what a
+# joined rank needs to mirror an Adasum call from its fields).
+DTYPE_CODES = {}
 # What runs while some rank is joined (its zeros in every reduction, as in Horovod; barriers too,
 # on the control channel).
 WITH_JOINED = frozenset((ALLREDUCE, GROUPED, OPTIMIZER_STEP))
@@ -221,13 +224,13 @@ def agree(comm, what, fields, rows=None, wire=None, kind=None):
     h = _digest(signed)
     vec = _record(comm, kind, h, False, wire, rows if rows is not None else 0)
     n = HEADER + comm.size
-    with _basics.waiting(what):
+    with state.waiting(what):
         with _timeline.negotiation():
             translated(_issue, comm, vec, n, False, False)
     outcome = Outcome(vec, comm.size)
     _check(outcome, h, what, signed, comm.rank, kind)
     if outcome.joined() and wire is not None and len(wire.layout) > INLINE:
-        with _basics.waiting(what):
+        with state.waiting(what):
             layout_record(comm, wire.layout, False)
         comm.set_check(False)
     return outcome.slots()
@@ -318,9 +321,8 @@ def _describe(fields):
 
 def _adasum_wire(fields):
     """adasum.py's call (the fields of mpi_ops._sig): its host data request's dtype and count."""
-    from ._tensor import DTYPES
     f = dict(fields)
-    dtype = next((c for d, c in DTYPES.items() if str(d) == f.get("dtype")), 0)
+    dtype = DTYPE_CODES.get(f.get("dtype"), 0)
     count = 1
     for s in f.get("shape", ()):
         count *= s

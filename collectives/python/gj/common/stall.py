@@ -60,14 +60,15 @@ class Watch:
     """Warns once per operation that has waited longer than check seconds. enter()/leave()
     bracket every wait of this process for its peers."""
 
-    def __init__(self, check_seconds, rank, out=sys.stderr):
+    def __init__(self, check_seconds, rank, out=sys.stderr, frontend="gj"):
         self._check, self._rank, self._out = check_seconds, rank, out
+        self._frontend = frontend
         self._lock = threading.Lock()
         self._waiting = {}  # token -> [description, start, warned]
         self._next = 0
         self._thread = None
         if check_seconds is not None:
-            self._thread = threading.Thread(target=self._run, name="gj.torch stall check", daemon=True)
+            self._thread = threading.Thread(target=self._run, name="gj stall check", daemon=True)
             self._thread.start()
 
     def enter(self, description):
@@ -97,7 +98,7 @@ class Watch:
         while True:
             time.sleep(min(1.0, max(self._check / 4, 0.05)))
             for description, waited in self.stalled(time.monotonic()):
-                print(f"gj.torch: stall: rank {self._rank} has waited {waited:.0f} s in {description} for the "
+                print(f"{self._frontend}: stall: rank {self._rank} has waited {waited:.0f} s in {description} for the "
                       f"other ranks of the set ({CHECK_TIME}={self._check:g}); a rank that never joins fails "
                       f"it on every waiting rank after {SHUTDOWN_TIME} ({LIBRARY_TIMEOUT}), with an error "
                       "naming the rank waited for", file=self._out, flush=True)

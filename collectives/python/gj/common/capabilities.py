@@ -1,4 +1,4 @@
-"""What this gj.torch can do, with Horovod's names, values and types (*_built(), *_enabled())."""
+"""What this gj can do, with Horovod's names, values and types (*_built(), *_enabled())."""
 
 import ctypes
 import os

@@ -1,5 +1,5 @@
 """Horovod's environment variables on gj: TABLE is the one list of every HOROVOD_* variable
-Horovod reads (horovod/common/common.h, its Gloo context, logging and the torch frontend) and of
+Horovod reads (horovod/common/common.h, its Gloo context, logging and its frontends) and of
 its build-time ones, each with what gj does with it:
 
 - "maps": gj honours it through its own setting(s), set from it at init() before the library
@@ -98,7 +98,7 @@ TABLE = (
     _entry("HOROVOD_DYNAMIC_PROCESS_SETS", "same", None,
            "gj's add_process_set/remove_process_set work at any time", accepts=lambda v: True),
     _entry("HOROVOD_ELASTIC", "same", None,
-           "gj.torch.elastic runs at the job's fixed size; the optimizer registers its hooks at any size",
+           "gj's elastic runs at the job's fixed size; the optimizer registers its hooks at any size",
            accepts=lambda v: True),
     _entry("HOROVOD_DISABLE_GROUP_FUSION", "same", None,
            "a group (groups=, grouped_allreduce) is never fused with another request", accepts=_truthy),
@@ -187,9 +187,9 @@ def plan(env):
     return settings, unhonoured
 
 
-def unhonoured_line(names):
+def unhonoured_line(names, frontend="gj"):
     """The one line init() prints on rank 0 when names is not empty."""
-    return (f"gj.torch: HOROVOD_* variables set but not honoured by gj: {', '.join(names)} (each one's reason: "
+    return (f"{frontend}: HOROVOD_* variables set but not honoured by gj: {', '.join(names)} (each one's reason: "
             "docs/torch.md, \"Horovod's environment variables\")")
 
 
@@ -201,6 +201,6 @@ def apply(environ=os.environ):
     return unhonoured
 
 
-def report(names, rank, out=None):
+def report(names, rank, out=None, frontend="gj"):
     if names and rank == 0:
-        print(unhonoured_line(names), file=out or sys.stderr, flush=True)
+        print(unhonoured_line(names, frontend), file=out or sys.stderr, flush=True)

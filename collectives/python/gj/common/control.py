@@ -20,7 +20,7 @@ import threading
 import weakref
 
 from .._lib import GjError
-from . import _basics
+from . import state
 from .exceptions import translated
 
 NEUTRAL = -(2 ** 63)
@@ -29,7 +29,7 @@ KEPT = 64  # calls remembered before completed ones are forgotten
 
 
 class _Calls:
-    """A communicator's nonblocking gj.torch calls: how many, and for call k the library request
+    """A communicator's nonblocking calls (any frontend): how many, and for call k the library request
     issued last before it (the queue runs in issue order, so its completion is that of every
     earlier call). Completed entries are dropped."""
 
@@ -97,7 +97,7 @@ def barrier(comm):
     nonblocking calls that every rank issued before it have completed; HorovodInternalError
     when some rank does not come within GJ_COLL_TIMEOUT_MS (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS)."""
     vec = _record(comm, _calls_of(comm).count)
-    with _basics.waiting("barrier"):
+    with state.waiting("barrier"):
         translated(lambda: comm.control_max(ctypes.addressof(vec), comm.size).wait())
         counts = [x for x in vec if x >= 0]
         if counts:
@@ -115,7 +115,7 @@ class Presence:
         self._comm = comm
         self._error = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="gj.torch join: barrier presence", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="gj join: barrier presence", daemon=True)
         self._thread.start()
 
     def _run(self):

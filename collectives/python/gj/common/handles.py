@@ -1,4 +1,4 @@
-"""Handles of nonblocking gj.torch operations (Horovod's poll/synchronize) and the names of the
+"""Handles of nonblocking operations (Horovod's poll/synchronize) and the names of the
 operations in flight: a handle maps to the library requests of one operation and the function
 that returns its result. As in Horovod, a named operation's name is taken until the operation
 completes: a second operation of that name while the first runs is refused on its rank, and
@@ -8,8 +8,8 @@ the name is free again once the first has completed, synchronized or not.
 import itertools
 
 from .._lib import GjError
-from . import _basics, _control
-from ._basics import global_process_set
+from . import control as _control, state
+from .process_sets import global_process_set
 from .exceptions import HorovodInternalError
 
 
@@ -68,7 +68,7 @@ def _get(handle, what):
     try:
         return _handles[handle]
     except (KeyError, TypeError):
-        raise ValueError(f"{what}: handle={handle!r} is not an outstanding gj.torch handle "
+        raise ValueError(f"{what}: handle={handle!r} is not an outstanding gj handle "
                          "(already synchronized, or never returned by an *_async call)") from None
 
 
@@ -85,7 +85,7 @@ def synchronize(handle):
     """Waits for the operation of handle and returns its output (a tensor or a list)."""
     h = _get(handle, "synchronize")
     try:
-        with _basics.waiting(f"synchronize(handle {handle}{'' if h.name is None else f', name {h.name[1]!r}'})"):
+        with state.waiting(f"synchronize(handle {handle}{'' if h.name is None else f', name {h.name[1]!r}'})"):
             for r in h.requests:
                 r.wait()
     except GjError as e:

@@ -1,9 +1,9 @@
-"""Process sets of gj.torch (Horovod's ProcessSet): subsets of the ranks with collectives of
+"""Process sets of gj (Horovod's ProcessSet): subsets of the ranks with collectives of
 their own, each a sub-communicator split from the world communicator. Registering and removing
 one is collective over all ranks.
 """
 
-from . import _basics
+from . import state
 
 _registry = {}  # id -> ProcessSet (0 is the global set)
 
@@ -21,7 +21,7 @@ class ProcessSet:
 
     def included(self):
         """True when this process belongs to the set."""
-        _basics.require_init("ProcessSet.included")
+        state.require_init("ProcessSet.included")
         return self._comm is not None
 
     def rank(self):
@@ -31,11 +31,11 @@ class ProcessSet:
         return len(self.ranks)
 
     def _member_comm(self, what):
-        _basics.require_init(f"ProcessSet.{what}")
+        state.require_init(f"ProcessSet.{what}")
         if self.process_set_id is None:
             raise ValueError(f"process set {self.ranks} is not registered; call add_process_set first")
         if self._comm is None:
-            raise ValueError(f"process set {self.ranks}: rank {_basics._world.rank} is not a member")
+            raise ValueError(f"process set {self.ranks}: rank {state.world.rank} is not a member")
         return self._comm
 
     def __repr__(self):
@@ -43,7 +43,6 @@ class ProcessSet:
 
 
 global_process_set = ProcessSet([])
-
 
 
 def reset(world):
@@ -73,18 +72,18 @@ def abort_all():
 
 def add_process_set(process_set):
     """Collective over all ranks: registers a ProcessSet (or a list of ranks) and returns it."""
-    _basics.require_init("add_process_set")
+    state.require_init("add_process_set")
     ps = process_set if isinstance(process_set, ProcessSet) else ProcessSet(process_set)
-    bad = [r for r in ps.ranks if not 0 <= r < _basics._world.size]
+    bad = [r for r in ps.ranks if not 0 <= r < state.world.size]
     if bad or not ps.ranks:
         raise ValueError(f"add_process_set: ranks={ps.ranks} must be a non-empty subset of "
-                         f"0..{_basics._world.size - 1}")
+                         f"0..{state.world.size - 1}")
     for other in _registry.values():
         if other.ranks == ps.ranks:
             raise ValueError(f"add_process_set: a process set with ranks={ps.ranks} exists already "
                              f"(id {other.process_set_id})")
-    member = _basics._world.rank in ps.ranks
-    ps._comm = _basics._world.split(0 if member else -1, _basics._world.rank)
+    member = state.world.rank in ps.ranks
+    ps._comm = state.world.split(0 if member else -1, state.world.rank)
     ps.process_set_id = max(_registry) + 1
     _registry[ps.process_set_id] = ps
     return ps
@@ -92,9 +91,9 @@ def add_process_set(process_set):
 
 def remove_process_set(process_set):
     """Collective over the set's ranks (all ranks call it): destroys its communicator."""
-    _basics.require_init("remove_process_set")
+    state.require_init("remove_process_set")
     if process_set is global_process_set:
-        raise ValueError("remove_process_set: the global process set cannot be removed")
+        return False  # as Horovod: the global set stays
     if _registry.get(process_set.process_set_id) is not process_set:
         return False
     del _registry[process_set.process_set_id]
@@ -106,11 +105,11 @@ def remove_process_set(process_set):
 
 def registered(process_set, what):
     """process_set (None: the global set) checked to be a registered ProcessSet."""
-    _basics.require_init(what)
+    state.require_init(what)
     if process_set is None:
         process_set = global_process_set
     if not isinstance(process_set, ProcessSet):
-        raise TypeError(f"{what}: process_set={process_set!r} is not a gj.torch ProcessSet")
+        raise TypeError(f"{what}: process_set={process_set!r} is not a gj ProcessSet")
     if process_set.process_set_id is None:
         raise ValueError(f"{what}: process_set={process_set!r} is not registered; call add_process_set")
     return process_set
@@ -127,5 +126,5 @@ def comm_of(process_set, what):
     """The communicator of process_set for this rank, with errors naming what called."""
     process_set = registered(process_set, what)
     if process_set._comm is None:
-        raise ValueError(f"{what}: rank {_basics._world.rank} is not in process_set={process_set!r}")
+        raise ValueError(f"{what}: rank {state.world.rank} is not in process_set={process_set!r}")
     return process_set._comm

@@ -1,0 +1,116 @@
+"""Horovod's elastic API at a fixed size, for every frontend: State (save/restore/sync/commit and
+reset callbacks), ObjectState and run(func).
+
+gj-mpirun starts one MPI job of a fixed size; MPI_COMM_WORLD cannot grow or shrink, so no host
+is ever added or removed while it runs. What the API still does:
+- run(func): func(state, ...) runs after state.sync() (every rank gets rank 0's state, so all
+  start alike); when func raises HorovodInternalError (a collective failed: a peer died), the
+  state is restored to its last commit() and the error re-raised: the MPI job cannot continue
+  with fewer ranks, and the platform ends it (the master pod exits with mpiexec's status; the
+  job's restart policy decides whether it starts again, from the user's own checkpoints).
+  HostsUpdatedInterrupt raised by func is handled as Horovod does (state reset, sync unless
+  skip_sync, func run again); gj itself never raises it.
+- State.commit() saves the state (and checks for host updates: there never are);
+  restore() goes back to the last save; sync() broadcasts rank 0's state.
+A frontend subclasses State with its broadcast_object and rank as default_bcast_object /
+default_rank (staticmethods), and adds its framework's states (TorchState, TensorFlowKerasState).
+"""
+
+import copy
+import functools
+
+from .exceptions import HorovodInternalError, HostsUpdatedInterrupt
+
+__all__ = ["run", "State", "ObjectState"]
+
+
+class State:
+    """Horovod's elastic State: save/restore/sync, commit(), reset callbacks."""
+
+    # The frontend's broadcast_object and rank, used when the caller passes none.
+    default_bcast_object = None
+    default_rank = None
+
+    def __init__(self, bcast_object=None, get_rank=None):
+        self._bcast_object = bcast_object or type(self).default_bcast_object
+        self._rank = get_rank or type(self).default_rank
+        self._reset_callbacks = []
+
+    def register_reset_callbacks(self, callbacks):
+        """Functions called (in order) after a reset; at a fixed size only after a
+        HostsUpdatedInterrupt the training function raised itself."""
+        self._reset_callbacks.extend(callbacks)
+
+    def on_reset(self):
+        self.reset()
+        for callback in self._reset_callbacks:
+            callback()
+
+    def on_hosts_updated(self, timestamp, update_res):
+        """Horovod's notification hook; gj's world never changes, so nothing calls it."""
+
+    def commit(self):
+        """Saves the state: a later restore() comes back here."""
+        self.save()
+        self.check_host_updates()
+
+    def check_host_updates(self):
+        """Raises HostsUpdatedInterrupt when hosts changed: they cannot under gj-mpirun."""
+
+    def save(self):
+        raise NotImplementedError
+
+    def restore(self):
+        raise NotImplementedError
+
+    def sync(self):
+        raise NotImplementedError
+
+    def reset(self):
+        """Called after a reset, before sync(); nothing to rebuild at a fixed size."""
+
+
+class ObjectState(State):
+    """Picklable attributes (the keyword arguments), saved by deep copy and synced from rank 0."""
+
+    def __init__(self, bcast_object=None, get_rank=None, **kwargs):
+        super().__init__(bcast_object, get_rank)
+        self._saved_state = kwargs
+        self._set_attrs()
+
+    def save(self):
+        self._saved_state = {k: copy.deepcopy(getattr(self, k)) for k in self._saved_state}
+
+    def restore(self):
+        self._set_attrs()
+
+    def sync(self):
+        if self._saved_state:
+            self._saved_state = self._bcast_object(self._saved_state)
+            self._set_attrs()
+
+    def _set_attrs(self):
+        for k, v in self._saved_state.items():
+            setattr(self, k, copy.deepcopy(v))
+
+
+def run(func):
+    """Decorator of an elastic training function func(state, *args, **kwargs): see the module
+    docstring for what it does at gj's fixed size."""
+
+    @functools.wraps(func)
+    def wrapper(state, *args, **kwargs):
+        skip_sync = False
+        while True:
+            if not skip_sync:
+                state.sync()
+            try:
+                return func(state, *args, **kwargs)
+            except HorovodInternalError:
+                state.restore()
+                raise
+            except HostsUpdatedInterrupt as e:
+                skip_sync = getattr(e, "skip_sync", False)
+            state.on_reset()
+
+    return wrapper

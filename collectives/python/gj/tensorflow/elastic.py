@@ -1,0 +1,75 @@
+"""hvd.elastic for TensorFlow at a fixed size (gj/common/elastic.py says what that means):
+State, ObjectState and run with gj.tensorflow's broadcast_object as their default, and
+- TensorFlowKerasState(model, optimizer=None, backward_passes_per_step=1, **kwargs): the model's
+  and optimizer's variables, saved as copies, restored, and synced from rank 0;
+- TensorFlowState(variables=None, session=None, **kwargs): a list of tf.Variables, likewise.
+"""
+
+from ..common import elastic as _common
+from ..common.elastic import run
+from . import _basics, functions
+
+__all__ = ["run", "State", "ObjectState", "TensorFlowKerasState", "TensorFlowState"]
+
+
+class State(_common.State):
+    __doc__ = _common.State.__doc__
+    default_bcast_object = staticmethod(lambda obj, *a, **k: functions.broadcast_object(obj, *a, **k))
+    default_rank = staticmethod(lambda: _basics.rank())
+
+
+class ObjectState(_common.ObjectState, State):
+    __doc__ = _common.ObjectState.__doc__
+
+
+def _optimizer_variables(optimizer):
+    if optimizer is None:
+        return []
+    v = getattr(optimizer, "variables", [])
+    return list(v() if callable(v) else v)
+
+
+class TensorFlowState(ObjectState):
+    """variables (default: none) saved as numpy copies, restored, broadcast from rank 0 at sync."""
+
+    def __init__(self, variables=None, session=None, **kwargs):
+        self.variables = list(variables or [])
+        self._values = None
+        super().__init__(**kwargs)
+        self._save_variables()
+
+    def _tracked(self):
+        return self.variables
+
+    def _save_variables(self):
+        self._values = [v.numpy() for v in self._tracked()]
+
+    def save(self):
+        self._save_variables()
+        super().save()
+
+    def restore(self):
+        for v, value in zip(self._tracked(), self._values or []):
+            v.assign(value)
+        super().restore()
+
+    def sync(self):
+        tracked = self._tracked()
+        if tracked:
+            functions.broadcast_variables(tracked, root_rank=0)
+        super().sync()
+        self._save_variables()
+
+
+class TensorFlowKerasState(TensorFlowState):
+    """model (a Keras model) and optimizer (default model.optimizer): their variables, as
+    TensorFlowState's; other keywords as ObjectState's. state.model, state.optimizer, ..."""
+
+    def __init__(self, model, optimizer=None, backward_passes_per_step=1, **kwargs):
+        self.model = model
+        self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
+        self.backward_passes_per_step = backward_passes_per_step
+        super().__init__(variables=None, **kwargs)
+
+    def _tracked(self):
+        return list(self.model.variables) + _optimizer_variables(self.optimizer)

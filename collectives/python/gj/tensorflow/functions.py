@@ -1,0 +1,67 @@
+"""Broadcasting variables and Python objects across ranks (Horovod's horovod.tensorflow.functions).
+
+Objects travel as pickle bytes in a uint8 tensor (a tf.Tensor or tf.Variable inside them as its
+numpy value, which pickles without TensorFlow's help); broadcast_object / allgather_object run
+eagerly (as Horovod's do in TF2)."""
+
+import io
+import pickle
+
+import numpy as np
+import tensorflow as tf
+
+from . import _basics, mpi_ops
+from ._basics import global_process_set
+
+
+def broadcast_variables(variables, root_rank, process_set=global_process_set, inplace=False):
+    """Assigns root_rank's value to every variable of the list (in list order, so the order must
+    match across ranks). Returns the assign ops' results (a graph needs them run)."""
+    variables = list(variables)
+    return mpi_ops.broadcast_(variables, root_rank, process_set=process_set)
+
+
+class _Pickler(pickle.Pickler):
+    def reducer_override(self, obj):
+        if isinstance(obj, (tf.Tensor, tf.Variable)) and tf.executing_eagerly():
+            return np.asarray, (obj.numpy(),)
+        return NotImplemented
+
+
+def _encode(obj):
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return np.frombuffer(buf.getvalue(), dtype=np.uint8)
+
+
+def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=global_process_set):
+    """root_rank's obj (any picklable object) on every rank of the set."""
+    _basics.comm_of(process_set, "broadcast_object")
+    root = _basics.rank() == root_rank
+    payload = _encode(obj) if root else np.zeros(0, dtype=np.uint8)
+    length = mpi_ops.broadcast(tf.constant([payload.size], dtype=tf.int64), root_rank, name=name,
+                               process_set=process_set)
+    if not root:
+        payload = np.zeros(int(length.numpy()[0]), dtype=np.uint8)
+    data = mpi_ops.broadcast(tf.constant(payload), root_rank, name=name, process_set=process_set)
+    return obj if root else pickle.loads(data.numpy().tobytes())
+
+
+def broadcast_object_fn(root_rank=0, session=None, name=None, process_set=global_process_set):
+    """A function obj -> broadcast_object(obj, root_rank, ...) (Horovod's)."""
+    def fn(obj):
+        return broadcast_object(obj, root_rank, session, name, process_set)
+    return fn
+
+
+def allgather_object(obj, session=None, name=None, process_set=global_process_set):
+    """[obj of the set's rank 0, rank 1, ...] on every rank of the set."""
+    _basics.comm_of(process_set, "allgather_object")
+    payload = _encode(obj)
+    sizes = mpi_ops.allgather(tf.constant([payload.size], dtype=tf.int64), name=name, process_set=process_set)
+    data = mpi_ops.allgather(tf.constant(payload), name=name, process_set=process_set).numpy()
+    out, offset = [], 0
+    for n in sizes.numpy().tolist():
+        out.append(pickle.loads(data[offset:offset + n].tobytes()))
+        offset += n
+    return out

@@ -1,0 +1,430 @@
+"""gj.tensorflow's collectives on tf.Tensors, eagerly and inside tf.function, with Horovod's
+gradients (allreduce, grouped_allreduce, allgather, grouped_allgather, broadcast, alltoall,
+reducescatter, grouped_reducescatter).
+
+How a collective enters the graph: one tf.numpy_function per call (per group for the grouped
+ones), stateful, whose Python body is _host.py's blocking collective over the C ABI (ctypes
+drops the GIL inside each library call). Stateful ops keep their program order under
+tf.function's automatic control dependencies, so every rank issues its collectives in the
+order the Python code made them, which gj's agreement needs (docs/tensorflow.md, "Design").
+Eagerly, the same body runs on the tensor's numpy() value without the numpy_function (its
+errors reach the caller as they are: HorovodInternalError, TypeError, ValueError).
+XLA cannot compile a Python callback: under jit_compile=True each op refuses with an error that
+says how to turn it off.
+"""
+
+import itertools
+
+import numpy as np
+import tensorflow as tf
+
+from ..common import timeline as _timeline
+from ..common.exceptions import HorovodInternalError
+from . import _basics, _host
+from ._basics import global_process_set
+from .compression import Compression
+
+Average, Sum, Adasum, Min, Max, Product = (_host.Average, _host.Sum, _host.Adasum, _host.Min, _host.Max,
+                                           _host.Product)
+_names = itertools.count()
+
+
+def _in_xla_context():
+    try:
+        from tensorflow.python.ops import control_flow_util
+        graph = tf.compat.v1.get_default_graph()
+        return control_flow_util.GraphOrParentsInXlaContext(graph)
+    except (ImportError, AttributeError):
+        return False
+
+
+def _refuse_xla(what):
+    if _in_xla_context():
+        raise ValueError(
+            f"{what}: gj.tensorflow's collectives cannot run inside an XLA-compiled function "
+            "(jit_compile=True): they are host callbacks XLA cannot compile. Turn XLA off for the function "
+            "that calls them: tf.function(jit_compile=False), or model.compile(..., jit_compile=False) in Keras")
+
+
+def as_tensor(value, what, argument="tensor"):
+    """value as a tf.Tensor (a tf.Variable reads its value); TypeError naming the argument when
+    TensorFlow cannot make one of it."""
+    if isinstance(value, tf.Tensor):
+        return value
+    try:
+        return tf.convert_to_tensor(value)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{what}: {argument}={value!r:.80} (a {type(value).__name__}) is not a tensor and "
+                        f"TensorFlow cannot make one of it: {e}") from None
+
+
+def check_dtype(t, what, reduce, argument="tensor"):
+    """TypeError naming the argument and dtype when gj cannot take t's dtype."""
+    name = t.dtype.name
+    if reduce and name not in _host.REDUCIBLE:
+        raise TypeError(f"{what}: {argument} has dtype {name}, which gj cannot reduce; use one of "
+                        f"{', '.join(sorted(_host.REDUCIBLE))}")
+    if not reduce and (t.dtype == tf.string or t.dtype == tf.variant or t.dtype == tf.resource):
+        raise TypeError(f"{what}: {argument} has dtype {name}, which gj cannot move (numeric and bool tensors only)")
+
+
+def _call(what, operation, name, body, inputs, touts):
+    """body(*numpy arrays) -> list of numpy arrays, run eagerly or as one numpy_function."""
+    def named_body(*arrays):
+        with _timeline.naming(operation, name):
+            return body(*arrays)
+
+    if tf.executing_eagerly():
+        outs = named_body(*[t.numpy() for t in inputs])
+        return [tf.convert_to_tensor(o, dtype=d) for o, d in zip(outs, touts)]
+    _refuse_xla(what)
+    _basics.require_init(what)
+    return tf.numpy_function(named_body, list(inputs), list(touts), stateful=True,
+                             name=f"Gj{operation.title().replace('_', '')}_{next(_names)}")
+
+
+def _op_of(op, average, what):
+    if op is not None and average is not None:
+        raise ValueError(f"{what}: pass op= or the deprecated average=, not both (op={op!r}, average={average!r})")
+    if average is not None:
+        op = Average if average else Sum
+    if op is None:
+        op = Average
+    return _host.gj_op(op, what)[0]
+
+
+def _factors(prescale_factor, postscale_factor, what):
+    try:
+        return float(prescale_factor), float(postscale_factor)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what}: prescale_factor={prescale_factor!r} and postscale_factor="
+                        f"{postscale_factor!r} must be numbers") from None
+
+
+def _ps(process_set, what):
+    return _basics.registered(process_set, what)
+
+
+# ---- allreduce -------------------------------------------------------------------------------
+def _allreduce(tensor, op=Sum, prescale_factor=1.0, postscale_factor=1.0, name=None,
+               process_set=global_process_set, what="allreduce"):
+    """The raw differentiable allreduce (no compression, no IndexedSlices): Horovod's _allreduce."""
+    pre, post = _factors(prescale_factor, postscale_factor, what)
+    check_dtype(tensor, what, reduce=True)
+
+    @tf.custom_gradient
+    def op_(x):
+        y = _call(what, "allreduce", name, lambda a: [_host.allreduce(a, op, pre, post, process_set, what)],
+                  [x], [x.dtype])[0]
+        y.set_shape(x.shape)
+
+        def grad(dy):
+            return _allreduce(dy, op, pre, post, None, process_set, what)
+        return y, grad
+    return op_(tensor)
+
+
+def allreduce(tensor, average=None, device_dense='', device_sparse='', compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, name=None, process_set=global_process_set,
+              ignore_name_scope=False):
+    """tensor reduced over the process set (default op Average); an IndexedSlices is allgathered
+    (values and indices), as Horovod does. Differentiable."""
+    what = "allreduce"
+    op = _op_of(op, average, what)
+    _ps(process_set, what)
+    if isinstance(tensor, tf.IndexedSlices):
+        if op == Adasum:
+            raise NotImplementedError("allreduce: op=Adasum does not support tf.IndexedSlices (as Horovod); pass "
+                                      "sparse_as_dense=True to DistributedOptimizer")
+        if op not in (Sum, Average):
+            raise NotImplementedError("allreduce: only Sum and Average support tf.IndexedSlices (as Horovod)")
+        if prescale_factor != 1.0 or postscale_factor != 1.0:
+            raise NotImplementedError("allreduce: pre/postscale_factor are not supported with tf.IndexedSlices")
+        values = allgather(tensor.values, process_set=process_set)
+        indices = allgather(tensor.indices, process_set=process_set)
+        if op == Average:
+            values = values / tf.cast(process_set.size(), values.dtype)
+        return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
+    tensor = as_tensor(tensor, what)
+    compressed, ctx = compression.compress(tensor)
+    out = _allreduce(compressed, op, prescale_factor, postscale_factor, name, process_set, what)
+    return compression.decompress(out, ctx)
+
+
+def _grouped_allreduce(tensors, op, pre, post, name, process_set, what="grouped_allreduce"):
+    for i, t in enumerate(tensors):
+        check_dtype(t, what, reduce=True, argument=f"tensors[{i}]")
+
+    @tf.custom_gradient
+    def op_(*xs):
+        ys = _call(what, "grouped_allreduce", name,
+                   lambda *arrays: _host.grouped_allreduce(arrays, op, pre, post, process_set, what),
+                   xs, [x.dtype for x in xs])
+        for x, y in zip(xs, ys):
+            y.set_shape(x.shape)
+
+        def grad(*dys):
+            return _grouped_allreduce(list(dys), op, pre, post, None, process_set, what)
+        return ys, grad
+    return list(op_(*tensors))
+
+
+def grouped_allreduce(tensors, average=None, device_dense='', device_sparse='', compression=Compression.none,
+                      op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set,
+                      ignore_name_scope=False, name=None):
+    """allreduce of every tensor of the list in one agreement and one library call per dtype (one
+    graph op). Differentiable."""
+    what = "grouped_allreduce"
+    op = _op_of(op, average, what)
+    pre, post = _factors(prescale_factor, postscale_factor, what)
+    _ps(process_set, what)
+    tensors = list(tensors)
+    if not tensors:
+        return []
+    if any(isinstance(t, tf.IndexedSlices) for t in tensors):
+        return [allreduce(t, op=op, compression=compression, prescale_factor=pre, postscale_factor=post,
+                          process_set=process_set) for t in tensors]
+    tensors = [as_tensor(t, what, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    packed = [compression.compress(t) for t in tensors]
+    outs = _grouped_allreduce([c for c, _ in packed], op, pre, post, name, process_set, what)
+    return [compression.decompress(o, ctx) for o, (_, ctx) in zip(outs, packed)]
+
+
+# ---- allgather -------------------------------------------------------------------------------
+def _row_counts(x, process_set, what):
+    """Every rank's first dimension of x (a graph-friendly int32 vector)."""
+    d = tf.reshape(tf.shape(x)[0], [1])
+    return allgather(d, process_set=process_set, name=None)
+
+
+def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
+    """Every rank's tensor concatenated along dimension 0 in rank order (the first dimension may
+    differ per rank). Differentiable: the gradient is the Average allreduce of the output's
+    gradient, this rank's rows of it (Horovod's)."""
+    what = "allgather"
+    _ps(process_set, what)
+    tensor = as_tensor(tensor, what)
+    check_dtype(tensor, what, reduce=False)
+    if tensor.shape.rank == 0:
+        raise ValueError(f"{what}: tensor is a scalar (shape ()); it needs a first dimension to concatenate on "
+                         "(reshape it to [1])")
+
+    def gather(x):
+        y = _call(what, "allgather", name, lambda a: [_host.allgather(a, process_set, what)], [x], [x.dtype])[0]
+        y.set_shape(tf.TensorShape([None]).concatenate(x.shape[1:]))
+        return y
+
+    if not tensor.dtype.is_floating:
+        return gather(tensor)
+
+    @tf.custom_gradient
+    def op_(x):
+        y = gather(x)
+
+        def grad(dy):
+            dy = _allreduce(dy, Average, process_set=process_set, what=what)
+            rows = _row_counts(x, process_set, what)
+            return tf.split(dy, rows, axis=0)[process_set.rank()]
+        return y, grad
+    return op_(tensor)
+
+
+def grouped_allgather(tensors, name=None, ignore_name_scope=False, process_set=global_process_set):
+    """allgather of each tensor of the list. Differentiable."""
+    return [allgather(t, name=name, process_set=process_set) for t in tensors]
+
+
+# ---- broadcast -------------------------------------------------------------------------------
+def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set=global_process_set):
+    """root_rank's tensor (root_rank: a global rank) on every rank of the set. Differentiable:
+    the gradient is the Average allreduce of the output's gradient on root_rank, zeros elsewhere."""
+    what = "broadcast"
+    _ps(process_set, what)
+    tensor = as_tensor(tensor, what)
+    check_dtype(tensor, what, reduce=False)
+    _host.set_root(process_set, root_rank, what)
+
+    def bcast(x):
+        y = _call(what, "broadcast", name, lambda a: [_host.broadcast(a, root_rank, process_set, what)],
+                  [x], [x.dtype])[0]
+        y.set_shape(x.shape)
+        return y
+
+    if not tensor.dtype.is_floating:
+        return bcast(tensor)
+
+    @tf.custom_gradient
+    def op_(x):
+        y = bcast(x)
+
+        def grad(dy):
+            g = _allreduce(dy, Average, process_set=process_set, what=what)
+            return g if _basics.rank() == root_rank else g * 0
+        return y, grad
+    return op_(tensor)
+
+
+def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
+    """Assigns root_rank's values to variables (a list of tf.Variables) in place; returns their
+    values. One broadcast per variable, issued in list order."""
+    variables = list(variables)
+    for i, v in enumerate(variables):
+        if not isinstance(v, tf.Variable):
+            raise TypeError(f"broadcast_: variables[{i}] is a {type(v).__name__}, not a tf.Variable")
+    return [v.assign(broadcast(v, root_rank, name=name, process_set=process_set)) for v in variables]
+
+
+# ---- alltoall --------------------------------------------------------------------------------
+def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_set=global_process_set):
+    """Rows splits[r] of tensor to rank r of the set (default: an even split of dimension 0);
+    returns the rows received, concatenated in rank order, and, when splits was given, the
+    received splits. Differentiable: the gradient is the alltoall of the output's gradient
+    with the received splits."""
+    what = "alltoall"
+    _ps(process_set, what)
+    tensor = as_tensor(tensor, what)
+    check_dtype(tensor, what, reduce=False)
+    given = splits is not None
+    splits_t = tf.cast(as_tensor(splits, what, "splits"), tf.int32) if given else tf.zeros([0], tf.int32)
+
+    def exchange(x, s):
+        y, got = _call(what, "alltoall", name, lambda a, b: list(_host.alltoall(a, b, process_set, what)),
+                       [x, s], [x.dtype, tf.int32])
+        y.set_shape(tf.TensorShape([None]).concatenate(x.shape[1:]))
+        got.set_shape([process_set.size()])
+        return y, got
+
+    if not tensor.dtype.is_floating:
+        y, got = exchange(tensor, splits_t)
+        return (y, got) if given else y
+
+    @tf.custom_gradient
+    def op_(x):
+        y, got = exchange(x, splits_t)
+
+        def grad(dy, _dgot=None):
+            return alltoall(dy, splits=got, process_set=process_set)[0]
+        return (y, got), grad
+    y, got = op_(tensor)
+    return (y, got) if given else y
+
+
+# ---- reducescatter ---------------------------------------------------------------------------
+def _scatter_grad(dy, op, pre, post, process_set):
+    """Horovod's reducescatter gradient: the allgather of dy (times the set's size for Sum, and
+    the factors)."""
+    if op == Sum:
+        dy = dy * tf.cast(process_set.size(), dy.dtype)
+    if pre != 1.0:
+        dy = dy * tf.cast(pre, dy.dtype)
+    if post != 1.0:
+        dy = dy * tf.cast(post, dy.dtype)
+    return allgather(dy, process_set=process_set)
+
+
+def _grouped_reducescatter(tensors, op, pre, post, name, process_set, what):
+    for i, t in enumerate(tensors):
+        check_dtype(t, what, reduce=True, argument=f"tensors[{i}]")
+        if t.shape.rank == 0:
+            raise ValueError(f"{what}: tensors[{i}] is a scalar (shape ()); it needs a first dimension to scatter")
+
+    @tf.custom_gradient
+    def op_(*xs):
+        ys = _call(what, "reducescatter", name,
+                   lambda *arrays: _host.grouped_reducescatter(arrays, op, pre, post, process_set, what),
+                   xs, [x.dtype for x in xs])
+        for x, y in zip(xs, ys):
+            y.set_shape(tf.TensorShape([None]).concatenate(x.shape[1:]))
+
+        def grad(*dys):
+            return [_scatter_grad(dy, op, pre, post, process_set) for dy in dys]
+        return ys, grad
+    return list(op_(*tensors))
+
+
+def reducescatter(tensor, device_dense='', compression=Compression.none, op=Average, name=None,
+                  process_set=global_process_set, ignore_name_scope=False, prescale_factor=1.0,
+                  postscale_factor=1.0):
+    """This rank's rows of the reduction of tensor: dimension 0 split over the set's ranks, the
+    first ranks taking one more row when it does not divide (Horovod's). Differentiable."""
+    return grouped_reducescatter([tensor], device_dense, compression, op, process_set, ignore_name_scope,
+                                 prescale_factor, postscale_factor, name=name, what="reducescatter")[0]
+
+
+def grouped_reducescatter(tensors, device_dense='', compression=Compression.none, op=Average,
+                          process_set=global_process_set, ignore_name_scope=False, prescale_factor=1.0,
+                          postscale_factor=1.0, name=None, what="grouped_reducescatter"):
+    """reducescatter of every tensor of the list in one graph op. Differentiable."""
+    op = _op_of(op, None, what)
+    if op == Adasum:
+        raise HorovodInternalError.disagreement(
+            what, "op=Adasum combines whole tensors and is supported by allreduce and grouped_allreduce only "
+            "(as Horovod); use op=Average or op=Sum")
+    pre, post = _factors(prescale_factor, postscale_factor, what)
+    _ps(process_set, what)
+    tensors = [as_tensor(t, what, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    if not tensors:
+        return []
+    packed = [compression.compress(t) for t in tensors]
+    outs = _grouped_reducescatter([c for c, _ in packed], op, pre, post, name, process_set, what)
+    return [compression.decompress(o, ctx) for o, (_, ctx) in zip(outs, packed)]
+
+
+# ---- barrier, ranks as ops -------------------------------------------------------------------
+def barrier(process_set=global_process_set):
+    """Blocks until every rank of the set is in barrier() (or join())."""
+    what = "barrier"
+    _ps(process_set, what)
+    if tf.executing_eagerly():
+        _host.barrier(process_set, what)
+        return None
+    _refuse_xla(what)
+
+    def body():
+        _host.barrier(process_set, what)
+        return np.int32(0)
+    return tf.numpy_function(body, [], tf.int32, stateful=True, name=f"GjBarrier_{next(_names)}")
+
+
+def _value_op(fn, what):
+    """An int32 tensor of fn(), evaluated when the op runs (Horovod's *_op)."""
+    if tf.executing_eagerly():
+        return tf.constant(fn(), dtype=tf.int32)
+    return tf.numpy_function(lambda: np.int32(fn()), [], tf.int32, stateful=True, name=what)
+
+
+def _set_of(process_set_id, what):
+    _basics.require_init(what)
+    from ..common.process_sets import _registry
+    ps = _registry.get(process_set_id)
+    if ps is None:
+        raise ValueError(f"{what}: process_set_id={process_set_id!r} is not a registered process set")
+    return ps
+
+
+def size_op(process_set_id=0, name=None):
+    """The size of the process set (default all ranks) as an int32 tensor."""
+    _set_of(process_set_id, "size_op")
+    return _value_op(lambda: _set_of(process_set_id, "size_op").size(), name or "GjSize")
+
+
+def rank_op(name=None):
+    _basics.require_init("rank_op")
+    return _value_op(_basics.rank, name or "GjRank")
+
+
+def local_rank_op(name=None):
+    _basics.require_init("local_rank_op")
+    return _value_op(_basics.local_rank, name or "GjLocalRank")
+
+
+def local_size_op(name=None):
+    _basics.require_init("local_size_op")
+    return _value_op(_basics.local_size, name or "GjLocalSize")
+
+
+def process_set_included_op(process_set_id=0, name=None):
+    """1 when this rank is in the process set, else 0, as an int32 tensor."""
+    _set_of(process_set_id, "process_set_included_op")
+    return _value_op(lambda: int(_set_of(process_set_id, "process_set_included_op").included()),
+                     name or "GjProcessSetIncluded")
