@@ -12,11 +12,16 @@ import glob
 import hashlib
 import os
 import runpy
+import shutil
 import sys
 
 
 def main(script):
     output = os.environ["GJ_SEED_OUTPUT"]
+    if os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")) == "0":
+        # Only rank 0 writes there, after training: what is found afterwards is this run's.
+        for old in glob.glob(os.path.join(output, "checkpoint-*")) + glob.glob(os.path.join(output, "model*")):
+            shutil.rmtree(old) if os.path.isdir(old) else os.remove(old)
     sys.argv = [script]
     g = runpy.run_path(script, run_name="__main__")
     hvd, model = g["hvd"], g["model"]

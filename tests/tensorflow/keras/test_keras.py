@@ -285,7 +285,7 @@ def test_load_model_wraps_the_optimizer_with_its_state(shared_dir):
 
 def test_functions_on_values():
     r, n = hvd.rank(), hvd.size()
-    np.testing.assert_allclose(hvd.allreduce(np.float32(r + 1)).numpy(), (n + 1) / 2)
+    np.testing.assert_allclose(hvd.allreduce(np.float32([r + 1])).numpy(), [(n + 1) / 2])
     np.testing.assert_allclose(hvd.allreduce([r + 1.0], op=hvd.Sum).numpy(), [n * (n + 1) / 2])
     np.testing.assert_array_equal(hvd.allgather([[r]]).numpy(), [[q] for q in range(n)])
     np.testing.assert_array_equal(hvd.broadcast([r, r], root_rank=1).numpy(), [1, 1])

@@ -55,3 +55,14 @@ def optimizer_variables(optimizer):
     `variables`, Keras 2's legacy optimizers the method `variables()`."""
     v = optimizer.variables
     return list(v() if callable(v) else v)
+
+
+def tf_variables(variables):
+    """The tf.Variables behind `variables`: a Keras 3 Variable holds one as .value (TensorFlow
+    backend); tf.Variables pass as they are."""
+    out = []
+    for v in variables:
+        if not isinstance(v, tf.Variable) and isinstance(getattr(v, "value", None), tf.Variable):
+            v = v.value
+        out.append(v)
+    return out

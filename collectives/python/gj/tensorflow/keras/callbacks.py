@@ -26,15 +26,16 @@ class BroadcastGlobalVariablesCallback(_k.callbacks.Callback):
     def on_batch_end(self, batch, logs=None):
         if self.broadcast_done:
             return
-        hvd.broadcast_variables(self.model.variables, root_rank=self.root_rank)
+        hvd.broadcast_variables(_backend.tf_variables(self.model.variables), root_rank=self.root_rank)
         if getattr(self.model, "optimizer", None) is not None:
-            hvd.broadcast_variables(_backend.optimizer_variables(self.model.optimizer), root_rank=self.root_rank)
+            hvd.broadcast_variables(_backend.tf_variables(_backend.optimizer_variables(self.model.optimizer)),
+                                    root_rank=self.root_rank)
         self.broadcast_done = True
 
 
 class MetricAverageCallback(_k.callbacks.Callback):
-    """At each epoch's end, replaces every metric in the logs by its average over the ranks (in
-    one grouped allreduce, metrics in name order), before the callbacks after it read them."""
+    """At each epoch's end, replaces every metric in the logs by its average over the ranks (one
+    allreduce of a float64 vector, metrics in name order), before the callbacks after it read them."""
 
     def __init__(self, device=""):
         super().__init__()
@@ -45,9 +46,9 @@ class MetricAverageCallback(_k.callbacks.Callback):
             return
         import tensorflow as tf
         names = sorted(logs)
-        values = [tf.constant(float(_backend.to_float(logs[n])), dtype=tf.float64) for n in names]
-        for n, v in zip(names, hvd.grouped_allreduce(values, op=hvd.Average)):
-            logs[n] = float(v.numpy())
+        values = tf.constant([_backend.to_float(logs[n]) for n in names], dtype=tf.float64)
+        for n, v in zip(names, hvd.allreduce(values, op=hvd.Average).numpy()):
+            logs[n] = float(v)
 
 
 class LearningRateScheduleCallback(_k.callbacks.Callback):
