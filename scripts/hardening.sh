@@ -26,8 +26,8 @@ seconds=${GJ_FUZZ_SECONDS:-60}
 # platform's environment only, so the sanitizer settings and Open MPI's leak suppressions do not
 # reach them: what they report is Open MPI's own), coll.package (links the installed, fuzzer-
 # instrumented library into consumers built without the sanitizer runtimes) and coll.python.*
-# (an unsanitized python3 cannot load an ASan library), and torch.* for the same reason.
-exclude=${GJ_HARDENING_EXCLUDE:-'multihost|gpu|^examples\.|bench|^fuzz\..*\.run$|^agent\.binary\.static$|^agent\.example\.|^coll\.package$|^coll\.python\.|^torch\.'}
+# (an unsanitized python3 cannot load an ASan library), and torch.* and tensorflow.* for the same reason.
+exclude=${GJ_HARDENING_EXCLUDE:-'multihost|gpu|^examples\.|bench|^fuzz\..*\.run$|^agent\.binary\.static$|^agent\.example\.|^coll\.package$|^coll\.python\.|^torch\.|^tensorflow\.'}
 jobs=${GJ_JOBS:-$(nproc)}
 
 die() { echo "HARDENING FAILED: $*" >&2; exit 1; }

@@ -28,12 +28,30 @@ REDUCIBLE = {"float32": _lib.FLOAT32, "float64": _lib.FLOAT64, "float16": _lib.F
              "bfloat16": _lib.BFLOAT16, "int32": _lib.INT32, "int64": _lib.INT64, "uint8": _lib.UINT8}
 
 
+# Integer dtypes the library does not reduce, reduced in int32 and cast back: the same result
+# (two's-complement wrap-around) as reducing in the narrow type, as Horovod does.
+WIDENED = {"int8": np.int32, "int16": np.int32, "uint16": np.int32}
+REDUCED = sorted(set(REDUCIBLE) | set(WIDENED))
+
+
 def reduce_code(array, what, argument="tensor"):
     code = REDUCIBLE.get(array.dtype.name)
     if code is None:
         raise TypeError(f"{what}: {argument} has dtype {array.dtype.name}, which gj cannot reduce; use one of "
-                        f"{', '.join(sorted(REDUCIBLE))}")
+                        f"{', '.join(REDUCED)}")
     return code
+
+
+def widened(array):
+    """(the array to reduce, the dtype to cast the result back to or None)."""
+    wide = WIDENED.get(array.dtype.name)
+    if wide is None:
+        return np.ascontiguousarray(array), None
+    return array.astype(wide), array.dtype
+
+
+def narrowed(out, dtype):
+    return out if dtype is None else out.astype(dtype)
 
 
 def gj_op(op, what):
@@ -61,8 +79,12 @@ def _sig(a):
 
 
 def allreduce(array, op, pre, post, process_set, what="allreduce"):
+    array, back = widened(array)
+    return narrowed(_allreduce(array, op, pre, post, process_set, what), back)
+
+
+def _allreduce(array, op, pre, post, process_set, what):
     comm = comm_of(process_set, what)
-    array = np.ascontiguousarray(array)
     code = reduce_code(array, what)
     op, lib_op = gj_op(op, what)
     out = np.empty_like(array)
@@ -83,7 +105,7 @@ def allreduce(array, op, pre, post, process_set, what="allreduce"):
 def grouped_allreduce(arrays, op, pre, post, process_set, what="grouped_allreduce"):
     """One agreement for the group, then one library call per dtype (in first-appearance order)."""
     comm = comm_of(process_set, what)
-    arrays = [np.ascontiguousarray(a) for a in arrays]
+    arrays, backs = zip(*[widened(a) for a in arrays]) if arrays else ((), ())
     codes = [reduce_code(a, what, f"tensors[{i}]") for i, a in enumerate(arrays)]
     op, lib_op = gj_op(op, what)
     if op == Adasum:
@@ -101,7 +123,7 @@ def grouped_allreduce(arrays, op, pre, post, process_set, what="grouped_allreduc
         idx = [i for i, k in enumerate(codes) if k == c]
         _run(comm, what, comm.grouped_allreduce, [_ptr(arrays[i]) for i in idx], [_ptr(outs[i]) for i in idx],
              [arrays[i].size for i in idx], c, lib_op, pre, post)
-    return outs
+    return [narrowed(o, b) for o, b in zip(outs, backs)]
 
 
 def _rows_and_row_bytes(array, what):
@@ -179,7 +201,7 @@ def reducescatter(array, op, pre, post, process_set, what="reducescatter"):
 
 def grouped_reducescatter(arrays, op, pre, post, process_set, what="grouped_reducescatter"):
     comm = comm_of(process_set, what)
-    arrays = [np.ascontiguousarray(a) for a in arrays]
+    arrays, backs = zip(*[widened(a) for a in arrays]) if arrays else ((), ())
     codes = [reduce_code(a, what, f"tensors[{i}]") for i, a in enumerate(arrays)]
     op, lib_op = gj_op(op, what)
     if op == Adasum:
@@ -198,7 +220,7 @@ def grouped_reducescatter(arrays, op, pre, post, process_set, what="grouped_redu
         out = np.empty((shares[comm.rank],) + a.shape[1:], dtype=a.dtype)
         _run(comm, what, comm.reducescatter, _ptr(a), _ptr(out), [s * row for s in shares], code, lib_op, pre, post)
         outs.append(out)
-    return outs
+    return [narrowed(o, b) for o, b in zip(outs, backs)]
 
 
 def barrier(process_set, what="barrier"):

@@ -21,6 +21,7 @@ import tensorflow as tf
 from ..common import timeline as _timeline
 from ..common.exceptions import HorovodInternalError
 from . import _basics, _host
+from .exceptions import TensorFlowHorovodInternalError, translated
 from ._basics import global_process_set
 from .compression import Compression
 
@@ -61,9 +62,9 @@ def as_tensor(value, what, argument="tensor"):
 def check_dtype(t, what, reduce, argument="tensor"):
     """TypeError naming the argument and dtype when gj cannot take t's dtype."""
     name = t.dtype.name
-    if reduce and name not in _host.REDUCIBLE:
+    if reduce and name not in _host.REDUCED:
         raise TypeError(f"{what}: {argument} has dtype {name}, which gj cannot reduce; use one of "
-                        f"{', '.join(sorted(_host.REDUCIBLE))}")
+                        f"{', '.join(_host.REDUCED)}")
     if not reduce and (t.dtype == tf.string or t.dtype == tf.variant or t.dtype == tf.resource):
         raise TypeError(f"{what}: {argument} has dtype {name}, which gj cannot move (numeric and bool tensors only)")
 
@@ -72,15 +73,34 @@ def _call(what, operation, name, body, inputs, touts):
     """body(*numpy arrays) -> list of numpy arrays, run eagerly or as one numpy_function."""
     def named_body(*arrays):
         with _timeline.naming(operation, name):
-            return body(*arrays)
+            return translated(body, *arrays)
 
     if tf.executing_eagerly():
         outs = named_body(*[t.numpy() for t in inputs])
         return [tf.convert_to_tensor(o, dtype=d) for o, d in zip(outs, touts)]
     _refuse_xla(what)
     _basics.require_init(what)
-    return tf.numpy_function(named_body, list(inputs), list(touts), stateful=True,
-                             name=f"Gj{operation.title().replace('_', '')}_{next(_names)}")
+    return _in_order(lambda: tf.numpy_function(named_body, list(inputs), list(touts), stateful=True,
+                                               name=f"Gj{operation.title().replace('_', '')}_{next(_names)}"))
+
+
+def _in_order(make):
+    """make() -> the op's outputs, issued after the graph's previous gj op. tf.function's
+    automatic control dependencies order stateful ops already; a TF1 graph (tf.compat.v1,
+    Session.run) has none, and its executor may start independent ops in any order, so each
+    gj op there depends on the one made before it: creation order, the same on every rank."""
+    graph = tf.compat.v1.get_default_graph()
+    if getattr(graph, "_gj_automatic_order", None) is None:
+        from tensorflow.python.framework.func_graph import FuncGraph
+        graph._gj_automatic_order = isinstance(graph, FuncGraph)
+    if graph._gj_automatic_order:
+        return make()
+    last = getattr(graph, "_gj_last_op", None)
+    with tf.control_dependencies([last] if last is not None else []):
+        outs = make()
+    first = outs[0] if isinstance(outs, (list, tuple)) else outs
+    graph._gj_last_op = first.op
+    return outs
 
 
 def _op_of(op, average, what):
@@ -194,7 +214,7 @@ def grouped_allreduce(tensors, average=None, device_dense='', device_sparse='', 
 def _row_counts(x, process_set, what):
     """Every rank's first dimension of x (a graph-friendly int32 vector)."""
     d = tf.reshape(tf.shape(x)[0], [1])
-    return allgather(d, process_set=process_set, name=None)
+    return tf.reshape(allgather(d, process_set=process_set, name=None), [process_set.size()])
 
 
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
@@ -269,8 +289,9 @@ def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     values. One broadcast per variable, issued in list order."""
     variables = list(variables)
     for i, v in enumerate(variables):
-        if not isinstance(v, tf.Variable):
-            raise TypeError(f"broadcast_: variables[{i}] is a {type(v).__name__}, not a tf.Variable")
+        if not callable(getattr(v, "assign", None)):
+            raise TypeError(f"broadcast_: variables[{i}] is a {type(v).__name__}, not a variable (tf.Variable or "
+                            "keras.Variable)")
     return [v.assign(broadcast(v, root_rank, name=name, process_set=process_set)) for v in variables]
 
 
@@ -357,9 +378,9 @@ def grouped_reducescatter(tensors, device_dense='', compression=Compression.none
     """reducescatter of every tensor of the list in one graph op. Differentiable."""
     op = _op_of(op, None, what)
     if op == Adasum:
-        raise HorovodInternalError.disagreement(
+        raise TensorFlowHorovodInternalError.of(HorovodInternalError.disagreement(
             what, "op=Adasum combines whole tensors and is supported by allreduce and grouped_allreduce only "
-            "(as Horovod); use op=Average or op=Sum")
+            "(as Horovod); use op=Average or op=Sum"))
     pre, post = _factors(prescale_factor, postscale_factor, what)
     _ps(process_set, what)
     tensors = [as_tensor(t, what, f"tensors[{i}]") for i, t in enumerate(tensors)]
@@ -376,14 +397,14 @@ def barrier(process_set=global_process_set):
     what = "barrier"
     _ps(process_set, what)
     if tf.executing_eagerly():
-        _host.barrier(process_set, what)
+        translated(_host.barrier, process_set, what)
         return None
     _refuse_xla(what)
 
     def body():
-        _host.barrier(process_set, what)
+        translated(_host.barrier, process_set, what)
         return np.int32(0)
-    return tf.numpy_function(body, [], tf.int32, stateful=True, name=f"GjBarrier_{next(_names)}")
+    return _in_order(lambda: tf.numpy_function(body, [], tf.int32, stateful=True, name=f"GjBarrier_{next(_names)}"))
 
 
 def _value_op(fn, what):

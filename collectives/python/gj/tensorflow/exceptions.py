@@ -1,0 +1,40 @@
+"""The errors gj.tensorflow's collectives raise: HorovodInternalError (gj's one class, shared
+with gj.torch) that is also a tf.errors.FailedPreconditionError, the TensorFlow error Horovod's
+TF ops raise for the same failures. So `except hvd.HorovodInternalError` and
+`except tf.errors.FailedPreconditionError` both catch it, eagerly; inside a graph TensorFlow
+reports the callback's error by its code, as a FailedPreconditionError with gj's message."""
+
+import tensorflow as tf
+
+from ..common.exceptions import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
+
+
+class TensorFlowHorovodInternalError(HorovodInternalError, tf.errors.FailedPreconditionError):
+    """A HorovodInternalError as TensorFlow's FailedPreconditionError."""
+
+    def __init__(self, call, code, detail):
+        HorovodInternalError.__init__(self, call, code, detail)
+        self._node_def, self._op = None, None
+        self._message = RuntimeError.__str__(self)
+        self._error_code = tf.errors.FAILED_PRECONDITION
+        self._experimental_payloads = {}
+
+    def __str__(self):
+        return self._message
+
+    @classmethod
+    def of(cls, error):
+        if isinstance(error, cls):
+            return error
+        out = cls(error.call, error.code, "")
+        out._message = str(error)
+        out.args = (out._message,)
+        return out
+
+
+def translated(fn, *args):
+    """fn(*args) with a HorovodInternalError raised as a TensorFlowHorovodInternalError."""
+    try:
+        return fn(*args)
+    except HorovodInternalError as e:
+        raise TensorFlowHorovodInternalError.of(e) from None

@@ -1,0 +1,157 @@
+"""Horovod's semantics on gj.tensorflow under mpiexec: errors (dtype, non-tensor, disagreeing
+ranks), issue order inside tf.function, XLA's refusal, gradients as Horovod defines them, the
+tapes, the TF1 optimizer, SyncBatchNormalization and elastic state (on the Keras the
+environment selects: TF_USE_LEGACY_KERAS=1 is Keras 2)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import gj.tensorflow as hvd
+from gj.common.exceptions import HorovodInternalError
+
+
+def test_unsupported_dtype_names_argument_and_dtype(world):
+    with pytest.raises(TypeError, match=r"allreduce: tensor has dtype bool, which gj cannot reduce"):
+        hvd.allreduce(tf.constant([True]))
+    with pytest.raises(TypeError, match=r"grouped_allreduce: tensors\[1\] has dtype string"):
+        hvd.grouped_allreduce([tf.ones(1), tf.constant(["a"])])
+    with pytest.raises(TypeError, match=r"broadcast: tensor=.*is not a tensor"):
+        hvd.broadcast(object(), 0)
+
+
+def test_disagreeing_ranks_raise_on_every_rank_and_the_set_goes_on(world):
+    r, n = world
+    with pytest.raises(HorovodInternalError, match=rf"rank {r} of the set\) passed .*shape=\({r + 1},\)"):
+        hvd.allreduce(tf.ones([r + 1]))
+    with pytest.raises(tf.errors.FailedPreconditionError):  # Horovod's type for it too
+        hvd.broadcast(tf.ones([2]), root_rank=0) if r else hvd.broadcast(tf.ones([2], tf.int32), root_rank=0)
+    assert hvd.allreduce(tf.constant([1.0]), op=hvd.Sum).numpy()[0] == n
+
+
+def test_disagreement_inside_tf_function(world):
+    r, n = world
+
+    @tf.function
+    def f(x):
+        return hvd.allreduce(x)
+    # TensorFlow reports a graph callback's error by its Python type's code: UnknownError, gj's message.
+    with pytest.raises(tf.errors.UnknownError, match="disagree on the call's arguments"):
+        f(tf.ones([r + 1]))
+    assert hvd.allreduce(tf.constant([1.0]), op=hvd.Sum).numpy()[0] == n
+
+
+def test_issue_order_inside_tf_function_is_program_order(world):
+    """Twenty collectives with no data dependence among them, of different shapes and kinds: the
+    executor could run them in any order; stateful ops keep program order, or ranks would disagree."""
+    r, n = world
+
+    @tf.function
+    def many(x):
+        out = []
+        for i in range(20):
+            if i % 3 == 0:
+                out.append(hvd.allreduce(tf.fill([i + 1], x), op=hvd.Sum))
+            elif i % 3 == 1:
+                out.append(hvd.allgather(tf.fill([1, i], x)))
+            else:
+                out.append(hvd.broadcast(tf.fill([i], x), root_rank=i % n))
+        return out
+    for _ in range(3):
+        got = many(tf.constant(float(r)))
+        assert got[0].numpy()[0] == sum(range(n))
+
+
+def test_jit_compile_is_refused_saying_how_to_turn_it_off(world):
+    @tf.function(jit_compile=True)
+    def f(x):
+        return hvd.allreduce(x)
+    with pytest.raises(ValueError, match="jit_compile=False"):
+        f(tf.ones(2))
+
+
+@pytest.mark.parametrize("op", [hvd.Sum, hvd.Average], ids=["sum", "avg"])
+def test_allreduce_gradient(world, mode, op):
+    r, n = world
+    x = tf.Variable([1.0, 2.0])
+
+    def f():
+        with tf.GradientTape() as tape:
+            y = tf.reduce_sum(hvd.allreduce(x * (r + 1), op=op))
+        return tape.gradient(y, x)
+    # d/dx of sum(allreduce(x*(r+1))): the allreduce (same op) of the ones, times (r+1).
+    np.testing.assert_allclose(mode(f).numpy(), [float(r + 1) * (n if op == hvd.Sum else 1)] * 2)
+
+
+def test_allgather_broadcast_alltoall_reducescatter_gradients(world, mode):
+    r, n = world
+    x = tf.Variable(tf.fill([r + 1, 2], 1.0))
+    z = tf.Variable(tf.fill([n, 2], float(r)))
+
+    def f():
+        with tf.GradientTape(persistent=True) as tape:
+            g = tf.reduce_sum(hvd.allgather(x) * 2.0)
+            b = tf.reduce_sum(hvd.broadcast(x[:1] * 3.0, root_rank=0))
+            a = tf.reduce_sum(hvd.alltoall(z) * 5.0)
+            s = tf.reduce_sum(hvd.reducescatter(z, op=hvd.Sum) * 7.0)
+        return (tape.gradient(g, x), tape.gradient(b, x), tape.gradient(a, z), tape.gradient(s, z))
+    dg, db, da, ds = mode(f)
+    np.testing.assert_allclose(dg.numpy(), np.full((r + 1, 2), 2.0))  # Average allreduce of 2s, own rows
+    want_b = np.zeros((r + 1, 2))
+    want_b[0] = 3.0 if r == 0 else 0.0
+    np.testing.assert_allclose(db.numpy(), want_b)
+    np.testing.assert_allclose(da.numpy(), np.full((n, 2), 5.0))
+    np.testing.assert_allclose(ds.numpy(), np.full((n, 2), 7.0 * n))  # Horovod's: allgather(dy) x size for Sum
+
+
+def test_distributed_gradient_tape_averages_and_keeps_local_sources(world, mode):
+    r, n = world
+    w = tf.Variable([1.0, 1.0])
+    local = tf.Variable([1.0])
+
+    def f():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * float(r + 1)) + tf.reduce_sum(local * float(r + 1))
+        tape = hvd.DistributedGradientTape(tape)
+        tape.register_local_source(local)
+        return tape.gradient(loss, [w, local])
+    gw, gl = mode(f)
+    np.testing.assert_allclose(gw.numpy(), [(n + 1) / 2] * 2)
+    np.testing.assert_allclose(gl.numpy(), [(r + 1) / n])  # scale_local_gradients
+
+
+def test_tf1_distributed_optimizer(world):
+    r, n = world
+    w = tf.Variable([0.0])
+    opt = hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(1.0))
+    pairs = opt.compute_gradients(lambda: tf.reduce_sum(w * float(r + 1)), var_list=[w])
+    opt.apply_gradients(pairs)
+    np.testing.assert_allclose(w.numpy(), [-(n + 1) / 2])
+
+
+def test_sync_batch_normalization_uses_the_global_batch(world, mode):
+    r, n = world
+    layer = hvd.SyncBatchNormalization(axis=-1, momentum=0.0, epsilon=0.0, center=False, scale=False)
+    x = tf.constant([[float(r)], [float(r) + 1.0]])
+    y = mode(lambda t: layer(t, training=True), x)
+    values = np.array([[q, q + 1.0] for q in range(n)]).reshape(-1)
+    want = (np.array([r, r + 1.0]) - values.mean()) / values.std()
+    np.testing.assert_allclose(y.numpy().reshape(-1), want, rtol=1e-4)
+
+
+def test_elastic_keras_state_syncs_from_rank_0_and_restores(world):
+    r, n = world
+    keras = tf.keras  # Keras 3, or tf_keras under TF_USE_LEGACY_KERAS=1
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.layers[0].kernel.assign(tf.fill([2, 1], float(r)))
+    state = hvd.elastic.TensorFlowKerasState(model, batch=r)
+
+    @hvd.elastic.run
+    def train(state):
+        assert state.batch == 0
+        np.testing.assert_array_equal(state.model.layers[0].kernel.numpy(), np.zeros((2, 1)))
+        state.commit()
+        state.model.layers[0].kernel.assign(tf.ones([2, 1]))
+        state.restore()
+        return state.model.layers[0].kernel.numpy()
+    np.testing.assert_array_equal(train(state), np.zeros((2, 1)))
