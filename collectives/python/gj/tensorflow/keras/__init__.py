@@ -13,7 +13,7 @@ from gj.tensorflow import (  # noqa: F401  the process-level names, as horovod.t
     Adasum, Average, Compression, Max, Min, Product, ProcessSet, Sum, add_process_set, global_process_set,
     init, is_initialized, local_rank, local_size, rank, remove_process_set, shutdown, size)
 
-from . import callbacks  # noqa: F401
+from . import callbacks, elastic  # noqa: F401
 from .functions import allgather, allreduce, broadcast, broadcast_global_variables, load_model, reducescatter
 from .optimizer import create_distributed_optimizer
 
@@ -38,3 +38,22 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
         backward_passes_per_step=backward_passes_per_step,
         average_aggregated_gradients=average_aggregated_gradients, groups=groups, process_set=process_set,
         scale_local_gradients=scale_local_gradients)
+
+
+def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="", compression=None,
+                                sparse_as_dense=False, gradient_predivide_factor=1.0, op=None,
+                                backward_passes_per_step=1, average_aggregated_gradients=False, groups=None,
+                                process_set=None, local_layers=None, scale_local_gradients=True):
+    """DistributedOptimizer whose gradients of local_layers' variables (a layer or a list of
+    layers) stay local, as Horovod's (register_local_var for each)."""
+    opt = DistributedOptimizer(optimizer, name=name, compression=compression, sparse_as_dense=sparse_as_dense,
+                               gradient_predivide_factor=gradient_predivide_factor, op=op,
+                               backward_passes_per_step=backward_passes_per_step,
+                               average_aggregated_gradients=average_aggregated_gradients, groups=groups,
+                               process_set=process_set, scale_local_gradients=scale_local_gradients)
+    if local_layers is not None:
+        layers = local_layers if isinstance(local_layers, (list, tuple)) else [local_layers]
+        for layer in layers:
+            for var in layer.trainable_weights:
+                opt.register_local_var(var)
+    return opt

@@ -15,21 +15,25 @@ _k = _backend.keras()
 class BroadcastGlobalVariablesCallback(_k.callbacks.Callback):
     """Broadcasts the model's variables and the optimizer's from root_rank at the end of the
     first batch (when the optimizer's variables exist), so every rank continues from root's
-    state, as Horovod does."""
+    state, as Horovod does; local_variables (variables or layers' variables) stay each rank's."""
 
-    def __init__(self, root_rank, device=""):
+    def __init__(self, root_rank, device="", local_variables=None):
         super().__init__()
         self.root_rank = root_rank
         self.device = device
+        self.local_variables = {id(v) for v in _backend.tf_variables(local_variables or [])}
         self.broadcast_done = False
+
+    def _broadcast(self, variables):
+        variables = [v for v in _backend.tf_variables(variables) if id(v) not in self.local_variables]
+        hvd.broadcast_variables(variables, root_rank=self.root_rank)
 
     def on_batch_end(self, batch, logs=None):
         if self.broadcast_done:
             return
-        hvd.broadcast_variables(_backend.tf_variables(self.model.variables), root_rank=self.root_rank)
+        self._broadcast(self.model.variables)
         if getattr(self.model, "optimizer", None) is not None:
-            hvd.broadcast_variables(_backend.tf_variables(_backend.optimizer_variables(self.model.optimizer)),
-                                    root_rank=self.root_rank)
+            self._broadcast(_backend.optimizer_variables(self.model.optimizer))
         self.broadcast_done = True
 
 

@@ -21,6 +21,8 @@ rank before the finiteness check, and a non-finite gradient on one rank makes th
 gradient non-finite on all, so every rank skips the step and lowers its scale together.
 """
 
+import inspect
+
 import tensorflow as tf
 
 from . import _backend
@@ -214,6 +216,21 @@ class _Keras2(_Reducer):
         return self.iterations
 
 
+class CallableList(list):
+    """Horovod's shim: the optimizer's variables as a list that `opt.variables()` also returns
+    (Keras 3 and Keras 2's current optimizers made `variables` a property)."""
+
+    def __call__(self):
+        return self
+
+
+def _variables_property(base):
+    prop = inspect.getattr_static(base, "variables", None)
+    if not isinstance(prop, property):
+        return {}
+    return {"variables": property(lambda self: CallableList(prop.fget(self)))}
+
+
 _classes = {}
 
 
@@ -226,7 +243,7 @@ def distributed_class(base):
         # The original's name and module: files written by model.save name the plain class.
         _classes[base] = type(base.__name__, (mixin, base),
                               {"__module__": base.__module__, "__qualname__": base.__qualname__,
-                               "_gj_distributed": True})
+                               "_gj_distributed": True, **_variables_property(base)})
     return _classes[base]
 
 
