@@ -305,3 +305,15 @@ def test_refuses_a_foreign_optimizer_and_a_double_wrap():
 def test_callbacks_module_is_the_same():
     import gj.tensorflow.callbacks as cb
     assert cb is hvd.callbacks and hvd_tf.callbacks is hvd.callbacks
+
+
+def test_partial_distributed_optimizer_keeps_local_layers_local():
+    model = linear_model()
+    opt = hvd.PartialDistributedOptimizer(sgd(0.1), local_layers=[model.layers[0]])
+    model.compile(optimizer=opt, loss="mse")
+    x, y = batch(hvd.rank())
+    model.fit(x, y, batch_size=ROWS, epochs=2, shuffle=False, verbose=0)
+    local, shared = model.layers[0].get_weights(), model.layers[1].get_weights()
+    assert not same_on_all_ranks(local)  # each rank's own gradient (divided by the size)
+    assert same_on_all_ranks(shared)
+    assert isinstance(opt.variables(), list) and opt.variables() == opt.variables  # Horovod's callable list
