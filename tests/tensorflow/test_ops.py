@@ -162,6 +162,7 @@ def test_barrier_join_and_rank_ops(world, mode):
     got = mode(lambda: tf.stack([hvd.rank_op(), hvd.size_op(), hvd.local_rank_op(), hvd.local_size_op()]))
     assert got.numpy().tolist() == [r, n, hvd.local_rank(), hvd.local_size()]
     assert hvd.join() == n - 1
+    assert int(tf.function(hvd.join)()) == n - 1
 
 
 def test_join_with_uneven_steps(world):

@@ -53,7 +53,18 @@ def _mirror(comm, out):
 
 
 def join():
-    """Blocks until every rank has called join(); returns the last rank to join."""
+    """Blocks until every rank has called join(); returns the last rank to join (an int eagerly,
+    an int32 tensor inside a graph, run when the op runs)."""
+    import tensorflow as tf
+    if tf.executing_eagerly():
+        return _join()
+    comm_of(global_process_set, "join")
+    from .mpi_ops import _in_order
+    return _in_order(lambda: tf.numpy_function(lambda: np.int32(_join()), [], tf.int32, stateful=True,
+                                               name="GjJoin"))
+
+
+def _join():
     comm = comm_of(global_process_set, "join")
     presence = _control.Presence(comm)
     try:
