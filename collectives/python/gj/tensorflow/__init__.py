@@ -49,4 +49,9 @@ def __getattr__(name):
     if name == "SyncBatchNormalization":
         from .sync_batch_norm import SyncBatchNormalization
         return SyncBatchNormalization
+    # hvd.callbacks / hvd.keras after `import gj.tensorflow as hvd` (the seed script's
+    # hvd.callbacks.BroadcastGlobalVariablesCallback): loaded on first use, like Keras itself.
+    if name in ("callbacks", "keras"):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'gj.tensorflow' has no attribute {name!r}")
