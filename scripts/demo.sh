@@ -54,7 +54,7 @@ if [ -x "$tf_python" ]; then
         MPI_HOST= PYTHONPATH="$(pwd)/$build/collectives/python" TF_CPP_MIN_LOG_LEVEL=2 \
         TF_USE_LEGACY_KERAS=$legacy GJ_SEED_SAMPLES=4096 GJ_SEED_EPOCHS=2 GJ_SEED_OUTPUT="$output" \
         "$build/agent/gj-mpirun" --master-host localhost --no-sshd --python "$tf_python" \
-        --export TF_USE_LEGACY_KERAS "$(pwd)/examples/python/horovod_seed_tf.py"
+        "$(pwd)/examples/python/horovod_seed_tf.py"
     echo "checkpoints and model saved by rank 0: $(ls "$output" | tr '\n' ' ')"
   done
 else

@@ -77,6 +77,7 @@ const std::vector<std::string>& default_exports() {
       "OMP_NUM_THREADS", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONFAULTHANDLER",
       "NCCL_DEBUG",      "NCCL_DEBUG_SUBSYS", "NCCL_ALGO",     "NCCL_PROTO",
       "TORCH_DISTRIBUTED_DEBUG", "HOROVOD_*",
+      "TF_USE_LEGACY_KERAS",  // Keras 2 or 3: one rank on the other traces a different step
       "GJ_COLL_*",   // this project's collectives library: settings every rank must share
       "GJ_TORCH_*",  // gj.torch: bucket sizes decide the collective sequence, so they must agree
   };

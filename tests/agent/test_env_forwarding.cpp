@@ -24,11 +24,10 @@ TEST_CASE("default exports: job-wide knobs set on the master, never per-node RDM
   const EnvMap env = {{"OMP_NUM_THREADS", "4"},   {"NCCL_DEBUG", "INFO"},       {"NCCL_IB_HCA", "mlx5_0"},
                       {"NCCL_SOCKET_IFNAME", "eth0"}, {"HOROVOD_FUSION_THRESHOLD", "1"}, {"PATH", "/bin"},
                       {"CUDA_VISIBLE_DEVICES", "0"}, {"GJ_COLL_SHM_WAIT", "sleep"}, {"GJ_TRAINING_ROLE", "master"},
-                      {"GJ_TORCH_BUCKET_BYTES", "1048576"}};
+                      {"GJ_TORCH_BUCKET_BYTES", "1048576"}, {"TF_USE_LEGACY_KERAS", "1"}};
   const ExportSelection sel = select_exports(env, {}, true);
-  CHECK(names(sel.vars) ==
-        std::vector<std::string>{"OMP_NUM_THREADS", "NCCL_DEBUG", "HOROVOD_FUSION_THRESHOLD", "GJ_COLL_SHM_WAIT",
-                                 "GJ_TORCH_BUCKET_BYTES"});
+  CHECK(names(sel.vars) == std::vector<std::string>{"OMP_NUM_THREADS", "NCCL_DEBUG", "HOROVOD_FUSION_THRESHOLD",
+                                                    "TF_USE_LEGACY_KERAS", "GJ_COLL_SHM_WAIT", "GJ_TORCH_BUCKET_BYTES"});
   CHECK(sel.warnings.empty());
   CHECK(select_exports(env, {}, false).vars.empty());
   for (const auto& d : default_exports()) {

@@ -47,6 +47,15 @@ def test_allreduce(world, mode, dtype, op):
     np.testing.assert_allclose(got.numpy().astype(np.float64), want, rtol=tol)
 
 
+@pytest.mark.parametrize("dtype", [tf.float32, tf.int8], ids=lambda d: d.name)
+def test_allreduce_of_a_scalar_keeps_its_shape(world, mode, dtype):
+    """A 0-d tensor (a loss, a metric) reduces to a 0-d tensor, also through the widened dtypes."""
+    r, n = world
+    got = mode(lambda x: hvd.allreduce(x, op=hvd.Sum), tf.cast(tf.constant(r + 1), dtype))
+    assert tuple(got.shape) == () and got.dtype == dtype
+    assert int(got.numpy()) == n * (n + 1) // 2
+
+
 def test_allreduce_scaled_and_fp16_compression(world, mode):
     r, n = world
     x = value(r, (4,), tf.float32)

@@ -110,6 +110,7 @@ SIGNATURES = {
     "gjTest": (_int, [_ptr, _int_out]),
     "gjWait": (_int, [_ptr]),
     "gjBuildCapabilities": (_int, []),
+    "gjNcclVersion": (_int, [_int_out]),
     "gjDataTypeSize": (_size, [_int]),
     "gjFinalize": (_int, []),
 }
@@ -152,3 +153,10 @@ def check(code, call, comm=None):
 def capabilities():
     """gjBuildCapabilities() bits (CAP_CUDA, CAP_NCCL)."""
     return lib.gjBuildCapabilities()
+
+
+def nccl_version():
+    """The version code of the NCCL the library loads for device buffers (its own search:
+    $GJ_NCCL_LIBRARY first), 0 when none loads or the library was built without NCCL."""
+    version = ctypes.c_int(0)
+    return version.value if lib.gjNcclVersion(ctypes.byref(version)) == SUCCESS else 0

@@ -1,8 +1,5 @@
 """What this gj can do, with Horovod's names, values and types (*_built(), *_enabled())."""
 
-import ctypes
-import os
-
 from .. import _lib
 
 
@@ -28,22 +25,10 @@ def gloo_enabled():
 
 def nccl_built():
     """As Horovod: the NCCL version code (e.g. 22805 for 2.28.5), 0 without NCCL. gj loads NCCL
-    at run time, so this is the version of the libnccl.so.2 it would load ($GJ_NCCL_LIBRARY, or
-    the loader's search), 0 when the library was built without NCCL or none loads."""
-    if not _lib.capabilities() & _lib.CAP_NCCL:
-        return 0
-    return _nccl_version()
-
-
-def _nccl_version():
-    try:
-        nccl = ctypes.CDLL(os.environ.get("GJ_NCCL_LIBRARY") or "libnccl.so.2")
-        version = ctypes.c_int(0)
-        if nccl.ncclGetVersion(ctypes.byref(version)) != 0:
-            return 0
-        return version.value
-    except (OSError, AttributeError):
-        return 0
+    at run time, so this is the version of the libnccl.so.2 the library itself loads (its search:
+    $GJ_NCCL_LIBRARY, then the loader's; gjNcclVersion), 0 when it was built without NCCL or none
+    loads."""
+    return _lib.nccl_version()
 
 
 def cuda_built():

@@ -46,7 +46,8 @@ def widened(array):
     """(the array to reduce, the dtype to cast the result back to or None)."""
     wide = WIDENED.get(array.dtype.name)
     if wide is None:
-        return np.ascontiguousarray(array), None
+        # asarray, not ascontiguousarray: that one makes a 0-d array 1-d.
+        return np.asarray(array, order="C"), None
     return array.astype(wide), array.dtype
 
 
@@ -135,7 +136,7 @@ def _rows_and_row_bytes(array, what):
 
 def allgather(array, process_set, what="allgather"):
     comm = comm_of(process_set, what)
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array, order="C")
     rows, row_bytes = _rows_and_row_bytes(array, what)
     fields = (("call", "allgather"), ("dtype", array.dtype.name), ("row_shape", tuple(array.shape[1:])))
     every = agree(comm, what, fields, rows=rows)
@@ -166,7 +167,7 @@ def broadcast(array, root_rank, process_set, what="broadcast"):
 def alltoall(array, splits, process_set, what="alltoall"):
     """(output, received splits): rows splits[r] of array to rank r of the set."""
     comm = comm_of(process_set, what)
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array, order="C")
     rows, row_bytes = _rows_and_row_bytes(array, what)
     n = comm.size
     if splits is None or np.size(splits) == 0:
