@@ -31,7 +31,7 @@ BASES = ["", "collectives", "collectives/src", "collectives/python", "agent", "a
          "tests/collectives", "scripts", "docs"]
 # Files of other projects that docs cite by their own paths (NCCL's header, Horovod's
 # examples), and build outputs: not in this tree by design.
-EXTERNAL = {"include/nccl.h", "examples/pytorch"}
+EXTERNAL = {"include/nccl.h", "examples/pytorch", "examples/tensorflow2"}
 OUTPUT_FOLDERS = ("build/", "build-")
 TOP = {e for e in os.listdir(REPO) if not e.startswith(".") or e == ".ci"}
 # Areas a build may leave out (a configuration without CUDA, a machine without torch or

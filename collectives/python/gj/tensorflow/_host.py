@@ -44,10 +44,12 @@ def reduce_code(array, what, argument="tensor"):
 
 def widened(array):
     """(the array to reduce, the dtype to cast the result back to or None)."""
+    # asarray, not ascontiguousarray: that one makes a 0-d array 1-d; and a 0-d tensor's .numpy()
+    # is a numpy scalar, which has no buffer of its own until it is an array.
+    array = np.asarray(array, order="C")
     wide = WIDENED.get(array.dtype.name)
     if wide is None:
-        # asarray, not ascontiguousarray: that one makes a 0-d array 1-d.
-        return np.asarray(array, order="C"), None
+        return array, None
     return array.astype(wide), array.dtype
 
 
