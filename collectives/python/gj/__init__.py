@@ -97,14 +97,14 @@ class Communicator:
     Every rank must call the collectives in the same order with matching arguments."""
 
     def __init__(self):
-        self._c = _core.Comm.world()
-        self.rank, self.size = self._c.rank, self._c.size
-        self.local_rank, self.local_size = self._c.local_rank, self._c.local_size
+        self._open = _core.Comm.world()
+        self.rank, self.size = self._open.rank, self._open.size
+        self.local_rank, self.local_size = self._open.local_rank, self._open.local_size
 
     def _comm(self):
-        if self._c is None:
+        if self._open is None:
             raise ValueError("the communicator is closed")
-        return self._c
+        return self._open
 
     def allreduce(self, array, op="sum", dtype=None, prescale=1.0, postscale=1.0):
         """Reduces array across ranks in place and returns it."""
@@ -177,9 +177,9 @@ class Communicator:
 
     def close(self):
         """Collective: destroys the communicator. Idempotent."""
-        if self._c is not None:
-            c, self._c = self._c, None
-            c.destroy()
+        if self._open is not None:
+            comm, self._open = self._open, None
+            comm.destroy()
 
     def __enter__(self):
         return self

@@ -43,7 +43,7 @@ LAYOUT = 11
 HEADER = LAYOUT + INLINE
 
 # The kinds of call a record announces (0: none, a record of ranks that all joined).
-# (barrier() is not among them: it runs on the control channel, _control.py.)
+# (barrier() is not among them: it runs on the control channel, control.py.)
 ALLREDUCE, GROUPED, BROADCAST, ALLGATHER, REDUCESCATTER, ALLTOALL, ADASUM, OPTIMIZER_STEP, OTHER = range(1, 10)
 KINDS = {"allreduce": ALLREDUCE, "grouped_allreduce": GROUPED, "broadcast": BROADCAST, "allgather": ALLGATHER,
          "reducescatter": REDUCESCATTER, "alltoall": ALLTOALL, "optimizer_step": OPTIMIZER_STEP}
@@ -239,15 +239,15 @@ def agree(comm, what, fields, rows=None, wire=None, kind=None):
 class Template:
     """A nonblocking record's constant part: kind, signed fields, hash and bytes."""
 
-    __slots__ = ("kind", "fields", "h", "packed")
+    __slots__ = ("kind", "fields", "digest", "packed")
 
     def __init__(self, comm, fields, wire=None, kind=None, data_after_record=False):
         """data_after_record: the call issues its data request only once this record completed
         and agreed (_late_allgather.py), which a joined rank must treat as a blocking call's."""
         self.kind = kind_of(fields) if kind is None else kind
         self.fields = _signed(fields, True)
-        self.h = _digest(self.fields)
-        self.packed = _packed(comm, self.kind, self.h, not data_after_record, wire, 0)
+        self.digest = _digest(self.fields)
+        self.packed = _packed(comm, self.kind, self.digest, not data_after_record, wire, 0)
 
 
 class Agreement:
@@ -255,7 +255,7 @@ class Agreement:
     layout is long), completed like a Request; test() and wait() raise the agree()
     HorovodInternalError on every rank when any rank's fields differed."""
 
-    __slots__ = ("_reqs", "_vec", "_layout", "_h", "_what", "_fields", "_rank", "_size", "_kind", "_checked",
+    __slots__ = ("_reqs", "_vec", "_layout", "_digest", "_what", "_fields", "_rank", "_size", "_kind", "_checked",
                  "_error")
 
     def __init__(self, comm, what, fields, wire=None, kind=None, template=None, rows=None):
@@ -263,7 +263,7 @@ class Agreement:
         slot (allgather's first dimension, read back with slots())."""
         if template is None:
             template = Template(comm, fields, wire, kind, data_after_record=rows is not None)
-        self._kind, self._fields, self._h = template.kind, template.fields, template.h
+        self._kind, self._fields, self._digest = template.kind, template.fields, template.digest
         self._what, self._rank, self._size = what, comm.rank, comm.size
         self._vec = (ctypes.c_int64 * (HEADER + comm.size)).from_buffer_copy(template.packed)
         if rows is not None:
@@ -295,14 +295,14 @@ class Agreement:
     def check_complete(self):
         """For a record known complete (a later request of its queue is running): raises its
         HorovodInternalError, touching no request (safe beside another thread's test/wait)."""
-        _check(Outcome(self._vec, self._size), self._h, self._what, self._fields, self._rank, self._kind)
+        _check(Outcome(self._vec, self._size), self._digest, self._what, self._fields, self._rank, self._kind)
 
     def _verify(self):
         """Checks the completed record once; a disagreement is raised by every later test/wait too."""
         if not self._checked:
             self._checked = True
             try:
-                _check(Outcome(self._vec, self._size), self._h, self._what, self._fields, self._rank, self._kind)
+                _check(Outcome(self._vec, self._size), self._digest, self._what, self._fields, self._rank, self._kind)
             except HorovodInternalError as e:
                 self._error = e
         if self._error is not None:

@@ -3,7 +3,7 @@ takes part in every collective the other ranks issue on the global process set, 
 zeros to each reduction (Average still divides by the set's size, as Horovod).
 
 gj matches collectives by issue order, so a joined rank issues the very library calls the others
-issue: it waits in the agreement record every gj.torch call sends first (_agreement.py), which
+issue: it waits in the agreement record every gj.torch call sends first (gj/common/agreement.py), which
 says what the call is, and issues the same data request(s) - same kind, dtype, counts, op,
 factors, root, blocking or not, library check on or off - with zero buffers, then waits for the
 next record. Barriers are not in that order: a joined rank takes part in them on the control
@@ -29,7 +29,7 @@ import weakref
 import torch
 
 from .. import _lib
-from ..common import agreement as _a
+from ..common import agreement
 from ..common import control as _control, timeline as _timeline
 from . import _basics
 from ..common.exceptions import HorovodInternalError, translated
@@ -61,20 +61,21 @@ def announce_step(opt):
         return
     template = opt._gj_join_template
     if template is None:
-        template = opt._gj_join_template = _a.Template(opt._comm, (("call", "optimizer_step"), ("optimizer", idx)),
-                                                       _a.Wire(layout=[idx]), _a.OPTIMIZER_STEP)
+        template = opt._gj_join_template = agreement.Template(
+            opt._comm, (("call", "optimizer_step"), ("optimizer", idx)), agreement.Wire(layout=[idx]),
+            agreement.OPTIMIZER_STEP)
     with _timeline.negotiation():
-        opt._gj_join_step = translated(_a.Agreement, opt._comm, "DistributedOptimizer.step", None, template=template)
+        opt._gj_join_step = translated(agreement.Agreement, opt._comm, "DistributedOptimizer.step", None, template=template)
 
 
 def finish_step(opt, failing=False):
     """After the step's requests: completes its record (raises when the ranks step different
     optimizers, unless the step failed already)."""
-    agreement, opt._gj_join_step = getattr(opt, "_gj_join_step", None), None
-    if agreement is None:
+    step, opt._gj_join_step = getattr(opt, "_gj_join_step", None), None
+    if step is None:
         return
     try:
-        agreement.wait()
+        step.wait()
     except Exception:
         if not failing:
             raise
@@ -136,13 +137,13 @@ def _grouped_calls(layout):
 def _mirror(comm, out, device):
     """Issues, with zeros, the data request(s) of the call whose record `out` is."""
     kind, nb = out.kind, out.nonblocking()
-    if (not out.agreed() or kind not in _a.WITH_JOINED) and not nb:
+    if (not out.agreed() or kind not in agreement.WITH_JOINED) and not nb:
         return  # the other ranks raise before issuing anything
-    if kind == _a.OPTIMIZER_STEP:
+    if kind == agreement.OPTIMIZER_STEP:
         return _step_for_joined(out.wire().layout[0])
     layout = None
-    if out.layout_len() > _a.INLINE:
-        vec, _ = _a.layout_record(comm, out.layout_len(), False)
+    if out.layout_len() > agreement.INLINE:
+        vec, _ = agreement.layout_record(comm, out.layout_len(), False)
         layout = list(vec)
     w = out.wire(layout)
     dev = _device_of(w, device)
@@ -154,27 +155,27 @@ def _mirror(comm, out, device):
         if req is not None:
             reqs.append(req)
 
-    if kind == _a.ALLREDUCE or kind == _a.ADASUM:
+    if kind == agreement.ALLREDUCE or kind == agreement.ADASUM:
         n = w.layout[0]
-        z = _zeros(n, w.dtype, dev if kind == _a.ALLREDUCE else torch.device("cpu"))
+        z = _zeros(n, w.dtype, dev if kind == agreement.ALLREDUCE else torch.device("cpu"))
         keep.append(z)
-        if kind == _a.ALLREDUCE:
+        if kind == agreement.ALLREDUCE:
             issued(comm.allreduce(_addr(z, n), _addr(z, n), n, w.dtype, w.op, w.pre, w.post, stream, nonblocking=nb))
         else:
             issued(comm.adasum(_addr(z, n), _addr(z, n), n, w.dtype, nonblocking=nb))
-    elif kind == _a.GROUPED:
+    elif kind == agreement.GROUPED:
         for code, counts in _grouped_calls(w.layout):
             z = _zeros(sum(counts), code, dev)
             keep.append(z)
             offsets = [sum(counts[:i]) for i in range(len(counts))]
             ptrs = [_addr(z, c, o) for c, o in zip(counts, offsets)]
             issued(comm.grouped_allreduce(ptrs, ptrs, counts, code, w.op, w.pre, w.post, stream, nonblocking=nb))
-    elif kind == _a.BROADCAST:
+    elif kind == agreement.BROADCAST:
         n = w.layout[0]
         z = _zeros(n, _lib.UINT8, dev)
         keep.append(z)
         issued(comm.broadcast(_addr(z, n), n, _lib.UINT8, w.root, stream, nonblocking=nb))
-    elif kind == _a.REDUCESCATTER:
+    elif kind == agreement.REDUCESCATTER:
         rows, row = w.layout[0], w.layout[1]
         q, rem = divmod(rows, comm.size)
         counts = [(q + (1 if r < rem else 0)) * row for r in range(comm.size)]
@@ -184,7 +185,7 @@ def _mirror(comm, out, device):
                                   w.pre, w.post, stream, nonblocking=nb))
     else:
         raise HorovodInternalError.disagreement(
-            "join", f"the other ranks issued a nonblocking {_a.KIND_NAMES.get(kind, 'collective')} that a joined "
+            "join", f"the other ranks issued a nonblocking {agreement.KIND_NAMES.get(kind, 'collective')} that a joined "
             "rank cannot take part in")
     for r in reqs:
         r.wait()
@@ -217,15 +218,15 @@ def join(device=-1):
 def _mirror_until_all_joined(comm, device):
     """Takes part in the other ranks' collectives until the record in which every rank is
     inside join(); returns the set rank that joined last."""
-    slot = _a.JOINING
-    n = _a.HEADER + comm.size
+    slot = agreement.JOINING
+    n = agreement.HEADER + comm.size
     while True:
-        vec = _a._record(comm, None, 0, False, None, slot)
+        vec = agreement._record(comm, None, 0, False, None, slot)
         with _basics.waiting("join"):
             with _timeline.negotiation():
-                translated(_a._issue, comm, vec, n, False, False)
-        out = _a.Outcome(vec, comm.size)
-        slot = _a.JOINED
+                translated(agreement._issue, comm, vec, n, False, False)
+        out = agreement.Outcome(vec, comm.size)
+        slot = agreement.JOINED
         if out.kind == 0:  # every rank is inside join()
             return max(out.joining())
         with _basics.waiting("join"):

@@ -1,6 +1,6 @@
 """allgather_async of a host tensor without waiting for the other ranks. Horovod's returns at
 once, but the output's size is the sum of every rank's rows, known only when the call's record
-(which carries them, _agreement.py) has completed. So both are queued at the call: the record,
+(which carries them, gj/common/agreement.py) has completed. So both are queued at the call: the record,
 then the library's late allgather (gjIallGatherVLate), whose receive side the progress thread
 asks for when the request runs - the record, queued before it, is complete then - and plan()
 allocates the output from the record's rows. A disagreeing record (or one with joined ranks,

@@ -605,7 +605,7 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=A
 def barrier(process_set=global_process_set):
     """Returns when every rank of the set has reached it and this rank's nonblocking calls that
     every rank issued before it have completed; as Horovod's, it does not wait for a call only
-    some ranks issued (_control.py). A rank inside join() takes part."""
+    some ranks issued (gj/common/control.py). A rank inside join() takes part."""
     _control.barrier(_comm(process_set, "barrier"))
 
 
