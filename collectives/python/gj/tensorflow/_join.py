@@ -10,7 +10,7 @@ join (the highest of those that joined in the final round), the same on every ra
 
 import numpy as np
 
-from ..common import agreement as _a
+from ..common import agreement
 from ..common import control as _control, state, timeline as _timeline
 from ..common.exceptions import translated
 from ..common.process_sets import comm_of, global_process_set
@@ -28,15 +28,15 @@ def _zeros(n, code):
 
 def _mirror(comm, out):
     kind = out.kind
-    if not out.agreed() or kind not in (_a.ALLREDUCE, _a.GROUPED):
+    if not out.agreed() or kind not in (agreement.ALLREDUCE, agreement.GROUPED):
         return  # the other ranks raise before issuing anything (blocking calls only here)
     layout = None
-    if out.layout_len() > _a.INLINE:
-        vec, _ = _a.layout_record(comm, out.layout_len(), False)
+    if out.layout_len() > agreement.INLINE:
+        vec, _ = agreement.layout_record(comm, out.layout_len(), False)
         layout = list(vec)
     w = out.wire(layout)
     comm.set_check(False)
-    if kind == _a.ALLREDUCE:
+    if kind == agreement.ALLREDUCE:
         n = w.layout[0]
         z = _zeros(n, w.dtype)
         ptr = z.ctypes.data if n else None
@@ -68,15 +68,15 @@ def _join():
     comm = comm_of(global_process_set, "join")
     presence = _control.Presence(comm)
     try:
-        slot = _a.JOINING
-        n = _a.HEADER + comm.size
+        slot = agreement.JOINING
+        n = agreement.HEADER + comm.size
         while True:
-            vec = _a._record(comm, None, 0, False, None, slot)
+            vec = agreement._record(comm, None, 0, False, None, slot)
             with state.waiting("join"):
                 with _timeline.negotiation():
-                    translated(_a._issue, comm, vec, n, False, False)
-            out = _a.Outcome(vec, comm.size)
-            slot = _a.JOINED
+                    translated(agreement._issue, comm, vec, n, False, False)
+            out = agreement.Outcome(vec, comm.size)
+            slot = agreement.JOINED
             if out.kind == 0:
                 last = max(out.joining())
                 break
