@@ -82,7 +82,7 @@ TEST_CASE("--help lists every option and every variable read", "[cli]") {
     CHECK_THAT(help, Catch::Contains(flag));
 }
 
-TEST_CASE("--help says what each negative switch does and shows each default (issue #27)", "[cli]") {
+TEST_CASE("--help says what each negative switch does and shows each default", "[cli]") {
   const std::string help = help_text();
   const auto line_of = [&](const std::string& flag) {
     const auto at = help.find("\n  " + flag + " ");

@@ -75,7 +75,7 @@ TEST_CASE("golden argv: MPICH hydra, every platform case", "[argv]") {
   const auto hydra = [](const std::string& hosts, const std::string& n, const std::string& ppn) {
     Argv a = {"mpiexec", "-hosts", hosts, "-n", n};
     if (!ppn.empty()) a.insert(a.end(), {"-ppn", ppn});
-    // -genvnone: each rank keeps its own pod's environment (issue #14).
+    // -genvnone: each rank keeps its own pod's environment.
     a.insert(a.end(), {"-launcher", "ssh", "-bind-to", "none", "-genvnone", "python3", "/app/train.py", "--lr", "0.1"});
     return a;
   };

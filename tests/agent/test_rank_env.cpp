@@ -1,4 +1,4 @@
-// The rank environment (rank_env.h) against hostile inputs (issue #27): MASTER_ADDR checked on
+// The rank environment (rank_env.h) against hostile inputs: MASTER_ADDR checked on
 // the master, slot runs capped in total, empty torchrun variables treated as unset, kept values
 // that contradict MPI warned about; MASTER_ADDR of an MPIJob whose hostfile says localhost.
 #include <catch2/catch.hpp>

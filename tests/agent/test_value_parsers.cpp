@@ -41,7 +41,7 @@ TEST_CASE("parse_count rejects bad values naming variable and value", "[values]"
 TEST_CASE("parse_cpu_quantity floors Kubernetes quantities", "[values]") {
   const std::pair<const char*, std::int64_t> cases[] = {
       {"4", 4}, {"2.5", 2}, {"4000m", 4}, {"4500m", 4}, {"500m", 0}, {"0.9", 0}, {"16", 16}, {"1.", 1}, {".5", 0},
-      // The rest of the grammar the API server accepts (issue #14): sign, exponents, SI suffixes.
+      // The rest of the grammar the API server accepts: sign, exponents, SI suffixes.
       {"+4", 4}, {"1e3", 1000}, {"4e-1", 0}, {"1k", 1000}, {"4k", 4000}, {"2Ki", 2048}, {"1.5k", 1500},
       {"2E-0", 2}, {"0.5Ki", 512}, {"8000000u", 8}, {"3000000000n", 3}, {"-0", 0}, {"007", 7}, {"1.25e1", 12}};
   for (const auto& [text, want] : cases) {
@@ -50,7 +50,7 @@ TEST_CASE("parse_cpu_quantity floors Kubernetes quantities", "[values]") {
   }
 }
 
-TEST_CASE("parse_cpu_quantity is exact however many digits a small value has (issue #27)", "[values]") {
+TEST_CASE("parse_cpu_quantity is exact however many digits a small value has", "[values]") {
   const std::string nines(40, '9');
   const std::string ones(33, '1');
   const std::pair<std::string, std::int64_t> cases[] = {

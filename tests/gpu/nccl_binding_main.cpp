@@ -1,4 +1,4 @@
-// Device binding through the public API (issue #24, defects 1 and 2), 2 ranks on one node with
+// Device binding through the public API (defects 1 and 2 of the GPU path review), 2 ranks on one node with
 // 2 devices: "--order after" makes each rank's device current only after gjCommInitWorld (as
 // Horovod scripts call torch.cuda.set_device(hvd.local_rank()) after hvd.init()), "--order
 // before" first. Both must reduce exactly on each rank's own device: the NCCL communicator is

@@ -1,4 +1,4 @@
-// The watchdog and CUDA graph capture on another thread (issue #24, defect 5), on the backend
+// The watchdog and CUDA graph capture on another thread (defect 5 of the GPU path review), on the backend
 // itself, 1 rank: an allreduce stays pending behind a stalled stream, so the watchdog thread
 // queries its event every few milliseconds; meanwhile this thread captures a non-blocking stream
 // in global mode. The watchdog's query must not invalidate that capture (it runs in relaxed

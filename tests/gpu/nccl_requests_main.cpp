@@ -1,4 +1,4 @@
-// Nonblocking operations on device buffers through the public C API (issue #11), under mpiexec
+// Nonblocking operations on device buffers through the public C API, under mpiexec
 // with one GPU per rank: gjIallReduce / gjIallGatherV / gjIreduceScatter / gjIbroadcast enqueue
 // on the caller's stream and return a request that completes with the stream's work (a CUDA
 // event). Many requests in flight, completed by gjTest polling and by gjWait in another order

@@ -10,7 +10,7 @@
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$1" "$2"
 placement=${3:-consecutive}
-mpi_args=(--mpi-arg=--bind-to --mpi-arg=none)  # co-located pods would share pinned cores (issue 30)
+mpi_args=(--mpi-arg=--bind-to --mpi-arg=none)  # co-located pods would share pinned cores
 case "$placement" in
   consecutive) hosts="hier-master-0 hier-worker-0 hier-worker-0 hier-worker-1 hier-worker-1" ;;
   round-robin) hosts="hier-master-0 hier-worker-0 hier-worker-1 hier-worker-0 hier-worker-1"

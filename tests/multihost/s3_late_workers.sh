@@ -4,7 +4,7 @@
 # worker-0's gj-mpirun, so its sshd, starts only after 8.5 s. The master must wait for both,
 # say so in its log (its progress line comes every 5 s, so the waits span one), then run the
 # job successfully. Also measured: how long after the last
-# host's sshd listens the master starts mpiexec (issue #3's target: 200 ms).
+# host's sshd listens the master starts mpiexec (target: 200 ms).
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$@"
 MH_LATE_NAMES="late-worker-1" mh_up late 2

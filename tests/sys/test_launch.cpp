@@ -234,7 +234,7 @@ TEST_CASE("write_termination_message: one line - only when the file exists") {
   CHECK(slurp(log) == "workers not reachable: h1 refused\n");
 }
 
-TEST_CASE("supervised, not PID 1: a child that called setsid is ended when the job ends on SIGTERM (issue #27)") {
+TEST_CASE("supervised, not PID 1: a child that called setsid is ended when the job ends on SIGTERM") {
   for (int sig : {SIGTERM, SIGINT}) {
     TempDir dir;
     const std::string pid_file = dir / "escaped.pid";
@@ -254,7 +254,7 @@ TEST_CASE("supervised, not PID 1: a child that called setsid is ended when the j
   }
 }
 
-TEST_CASE("capture_output: a helper that forks and hangs is ended with its children (issue #27)") {
+TEST_CASE("capture_output: a helper that forks and hangs is ended with its children") {
   TempDir dir;
   const std::string pid_file = dir / "grandchild.pid";
   const std::string script = "sleep 1000 & echo $! > " + pid_file + "; sleep 1000";
@@ -279,7 +279,7 @@ TEST_CASE("capture_output: a helper that forks and hangs is ended with its child
   CHECK(ends_within(std::stoi(slurp(left)), std::chrono::seconds(2)));
 }
 
-TEST_CASE("read_pod_path refuses anything but a small regular file, without blocking (issue #27)") {
+TEST_CASE("read_pod_path refuses anything but a small regular file, without blocking") {
   TempDir dir;
   CHECK_FALSE(gj::read_pod_path(dir.path()).has_value());  // absent
   write_file(dir / "pod_path", "/opt/conda/bin:/usr/bin", 0600);

@@ -220,7 +220,7 @@ TEST_CASE("readiness_summary lists a few waiting hosts and counts the rest") {
   CHECK(gj::wait_until_ready({}, gj::ReadinessOptions{}, nullptr).all_ready);
 }
 
-TEST_CASE("readiness: a deadline inside the first name lookup reports what the lookup saw (issue #27)") {
+TEST_CASE("readiness: a deadline inside the first name lookup reports what the lookup saw") {
   Fixture f;
   // A nameserver that never answers: a bound UDP socket nobody reads.
   const int silent = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

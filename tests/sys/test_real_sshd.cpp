@@ -384,7 +384,7 @@ std::string read_log(int fd, std::string& log) {
 
 }  // namespace
 
-TEST_CASE("real sshd: the readiness probe leaves no line in a healthy worker's log (issue #27)") {
+TEST_CASE("real sshd: the readiness probe leaves no line in a healthy worker's log") {
   if (should_skip()) return;
   MountedSecret secret;
   TempDir run("/run");
