@@ -300,7 +300,9 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
                              monitor ? &end : nullptr);
   if (monitor) {
     const JobWatch watch = monitor->finish(std::chrono::milliseconds(1500));
-    if (const auto report = watch.report()) {
+    // A job we passed a termination signal to (the pod deleted) before any rank failed: its ranks
+    // died of that signal, which is no rank failure to report; the status is 128+N below.
+    if (const auto report = end.terminated_by != 0 ? std::nullopt : watch.report()) {
       for (const auto& line : render_failure_summary(*report)) spdlog::error("{}", line);
       const std::string short_form = "rank failure: " + failure_short_form(*report);
       write_termination_message_to(settings.termination_log, short_form);

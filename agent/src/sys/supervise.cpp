@@ -90,7 +90,7 @@ void end_adopted_children(std::chrono::milliseconds grace) {
   reap_available();
 }
 
-int supervise(const std::vector<std::string>& argv, const Environment* environment, const JobEnd* end) {
+int supervise(const std::vector<std::string>& argv, const Environment* environment, JobEnd* end) {
   // Orphans of the job are reparented to us instead of to PID 1 of the container (or of
   // the host), so we can reap them even when we are not PID 1.
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) throw_syscall_error("prctl(PR_SET_CHILD_SUBREAPER)", errno);
@@ -147,7 +147,10 @@ int supervise(const std::vector<std::string>& argv, const Environment* environme
     if (sig < 0 && errno != EAGAIN && errno != EINTR) throw_syscall_error("sigtimedwait", errno);
     if (sig > 0 && sig != SIGCHLD) {
       if (::kill(-group, sig) != 0 && errno == ESRCH) ::kill(job.pid, sig);
-      if (termination_signal == 0 && is_termination_signal(sig)) termination_signal = sig;
+      if (termination_signal == 0 && is_termination_signal(sig)) {
+        termination_signal = sig;
+        if (end != nullptr && (end->requested == nullptr || !*end->requested)) end->terminated_by = sig;
+      }
     }
     int st = 0;
     int pid;
@@ -179,7 +182,7 @@ int supervise(const std::vector<std::string>& argv, const Environment* environme
 
 }  // namespace
 
-int run_job(const std::vector<std::string>& argv, bool supervise_job, const Environment* environment, const JobEnd* end) {
+int run_job(const std::vector<std::string>& argv, bool supervise_job, const Environment* environment, JobEnd* end) {
   if (supervise_job) return supervise(argv, environment, end);
   exec_job(argv, environment);
 }

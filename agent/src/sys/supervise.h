@@ -20,13 +20,16 @@ namespace gj {
 //
 // end (supervised only): another thread (the job monitor) sets *end->requested when a rank
 // failed; the job then has `grace` to end by itself (the ranks' library raises on `lost`), then
-// its process group gets SIGTERM and, `term_grace` later, SIGKILL.
+// its process group gets SIGTERM and, `term_grace` later, SIGKILL. run_job sets terminated_by
+// to the termination signal it passed on to the job before any end was requested (a pod being
+// deleted): the ranks that then die were ended by it, not by a failed rank.
 struct JobEnd {
   const std::atomic<bool>* requested = nullptr;
   std::chrono::milliseconds grace{3000};
   std::chrono::milliseconds term_grace{1500};
+  int terminated_by = 0;  // out
 };
 int run_job(const std::vector<std::string>& argv, bool supervise, const Environment* environment = nullptr,
-            const JobEnd* end = nullptr);
+            JobEnd* end = nullptr);
 
 }  // namespace gj
