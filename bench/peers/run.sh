@@ -18,7 +18,7 @@ np=${GJ_BENCH_NP:-2}
 read -ra extra <<<"${GJ_BENCH_ARGS:-}"
 export PYTHONPATH="$build/collectives/python:$here:$root/bench/torch" OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 mpi=(mpiexec --allow-run-as-root --oversubscribe --bind-to none -np "$np")
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC') nproc=$(nproc) cpu=\"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')\" loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\" $(mpiexec --version | head -1)"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC') cpus=$(getconf _NPROCESSORS_ONLN) cpu=\"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')\" loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\" $(mpiexec --version | head -1)"
 hvd_python=
 for t in "${tables[@]}"; do
   case "$t" in
