@@ -1,8 +1,9 @@
 """The errors gj.tensorflow's collectives raise: HorovodInternalError (gj's one class, shared
 with gj.torch) that is also a tf.errors.FailedPreconditionError, the TensorFlow error Horovod's
 TF ops raise for the same failures. So `except hvd.HorovodInternalError` and
-`except tf.errors.FailedPreconditionError` both catch it, eagerly; inside a graph TensorFlow
-reports the callback's error by its code, as a FailedPreconditionError with gj's message."""
+`except tf.errors.FailedPreconditionError` both catch it, eagerly. Inside a graph TensorFlow
+reports any exception of a numpy_function callback, its own error classes included, as
+tf.errors.UnknownError carrying gj's message (measured with TF 2.21: docs/tensorflow.md)."""
 
 import tensorflow as tf
 
