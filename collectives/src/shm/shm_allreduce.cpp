@@ -26,6 +26,7 @@
 #include "mpi/mpi_check.h"
 #include "shm/cpu_limit.h"
 #include "shm/plan.h"
+#include "shm/prefault.h"
 #include "shm/segment.h"
 #include "shm/wait.h"
 
@@ -243,6 +244,8 @@ void Engine::run(const Pieces& ps, std::size_t total, const Call& c) {
   const std::size_t es = c.es;
   const bool whole = total * es <= kWholeReduceMaxBytes;
   const std::size_t per_chunk = chunk_elems(opt_.chunk_bytes, es);
+  // Each rank on its own, before the first synchronization (prefault.h).
+  for (const Piece* p = ps.first; p != ps.last; ++p) prefault_for_write(p->recv, p->n * es);
   try {
     for (std::size_t off = 0; off < total; off += per_chunk) {
       const std::size_t m = std::min(per_chunk, total - off);
