@@ -28,9 +28,11 @@ inline PageSpan whole_pages(std::size_t p, std::size_t bytes, std::size_t page) 
 }
 
 // Asks the kernel to map the whole pages of [p, p + bytes) writable now
-// (madvise(MADV_POPULATE_WRITE), Linux 5.14+). The contents do not change. Best effort: a
+// (madvise(MADV_POPULATE_WRITE), Linux 5.14+), unless its middle and last pages are mapped
+// already (a reused buffer: nothing to save). The contents do not change. Best effort: a
 // kernel without it, or memory it refuses (a read-only or special mapping), is left to fault
-// as usual. Returns whether the kernel populated the span (false also when it was too small).
+// as usual. Returns whether the kernel populated the span (false also when it was too small
+// or already mapped).
 bool prefault_for_write(void* p, std::size_t bytes);
 
 }  // namespace gj::shm

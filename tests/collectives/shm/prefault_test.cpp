@@ -60,11 +60,17 @@ TEST_CASE("prefault_for_write maps a fresh buffer's whole pages and keeps its co
   std::vector<unsigned char> zeros(bytes);
   CHECK(std::memcmp(m.p, zeros.data(), bytes) == 0);
 
+  SECTION("a buffer already mapped is left alone") {
+    CHECK_FALSE(gj::shm::prefault_for_write(m.at(page), bytes - 2 * page));
+  }
   SECTION("data already there stays") {
-    std::memset(m.at(page), 0x5a, page);
-    CHECK(gj::shm::prefault_for_write(m.p, bytes));
-    CHECK(*m.at(page) == 0x5a);
-    CHECK(*m.at(2 * page - 1) == 0x5a);
+    Mapping fresh(bytes);
+    std::memset(fresh.at(page), 0x5a, page);
+    CHECK(gj::shm::prefault_for_write(fresh.p, bytes));
+    CHECK(resident_pages(fresh.p, bytes) == bytes / page);
+    CHECK(*fresh.at(page) == 0x5a);
+    CHECK(*fresh.at(2 * page - 1) == 0x5a);
+    CHECK(*fresh.at(2 * page) == 0);
   }
 }
 
