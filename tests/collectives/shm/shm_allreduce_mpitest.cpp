@@ -9,6 +9,7 @@
 // Exit codes: 0 ok, 2 wrong result, 3 create() returned nullptr, 4 timeout test failed,
 // 5 unexpected exception.
 #include <mpi.h>
+#include <sys/mman.h>
 
 #include <chrono>
 #include <cstdint>
@@ -233,6 +234,57 @@ std::vector<std::pair<std::string, std::vector<std::size_t>>> group_shapes(std::
   };
 }
 
+// Outputs the kernel has not mapped yet (a fresh torch.empty_like tensor above malloc's mmap
+// threshold), which the engine faults in before its chunk loop: at an offset that is not
+// page-aligned, so the edge pages (left alone by the prefault) are written by the copies, and
+// in a group beside a small heap output and an in-place tensor. The results must equal the
+// same calls into ordinary vectors, with nothing written around them.
+void fresh_output_case(gj::shm::ShmAllreduce& engine) {
+  const gjDataType_t t = gjFloat32;
+  const std::size_t es = 4, big = (3u << 20) / es + 3, small = 1000, off = 100;
+  const std::size_t map_bytes = big * es + 2 * off + (1u << 16);
+  struct Fresh {
+    explicit Fresh(std::size_t n) : bytes(n), p(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) {
+      if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
+    }
+    ~Fresh() { munmap(p, bytes); }
+    unsigned char* at(std::size_t o) const { return static_cast<unsigned char*>(p) + o; }
+    std::size_t bytes;
+    void* p;
+  };
+  std::vector<unsigned char> send(big * es), want(big * es), in_place(small * es), want_small(small * es);
+  for (std::size_t i = 0; i < big; ++i) store(t, send.data(), i, input(t, g_rank, i));
+  for (std::size_t i = 0; i < small; ++i) store(t, in_place.data(), i, input(t, g_rank, i + 7));
+  engine.allreduce(send.data(), want.data(), big, t, gjSum);
+  engine.allreduce(in_place.data(), want_small.data(), small, t, gjSum);
+  const std::vector<unsigned char> zeros(off, 0);
+  const auto check = [&](const Fresh& m, const std::string& what) {
+    if (std::memcmp(m.at(off), want.data(), big * es) != 0) report(what, 0, "differs from the same call into a vector");
+    if (std::memcmp(m.at(0), zeros.data(), off) != 0 || std::memcmp(m.at(off + big * es), zeros.data(), off) != 0) {
+      report(what, big, "wrote outside the output");
+    }
+  };
+  {
+    Fresh out(map_bytes);
+    engine.allreduce(send.data(), out.at(off), big, t, gjSum);
+    check(out, "fresh output allreduce");
+  }
+  {
+    Fresh out(map_bytes);
+    std::vector<unsigned char> heap(small * es);
+    const std::vector<unsigned char> small_in(in_place);  // tensors of a group must not overlap
+    const void* sends[] = {small_in.data(), send.data(), in_place.data()};
+    void* recvs[] = {heap.data(), out.at(off), in_place.data()};
+    const std::size_t counts[] = {small, big, small};
+    engine.allreduce_group(sends, recvs, counts, 3, t, gjSum);
+    check(out, "fresh output allreduce_group");
+    if (std::memcmp(heap.data(), want_small.data(), small * es) != 0 ||
+        std::memcmp(in_place.data(), want_small.data(), small * es) != 0) {
+      report("fresh output allreduce_group, small tensors", 0, "differs from the same call into a vector");
+    }
+  }
+}
+
 // broadcast: root's bytes on every rank and nothing past them, for every root and sizes around
 // the chunk boundaries (0 is the signal), each followed by an allreduce on the same engine so
 // that both kinds of call share the stage numbers and slots.
@@ -357,6 +409,8 @@ int main(int argc, char** argv) {
           }
         }
         broadcast_case(*standard, g_size - 1, (3u << 20) + 5);
+        fresh_output_case(*standard);
+        fresh_output_case(*chunked);
         if (failures > 0) rc = 2;
       }
     }
