@@ -50,13 +50,20 @@ peers() (
   echo "# $1 against Horovod ($2 controller), 3 pods x 2 ranks"
   run_job "p$1" 2 2 "$here/peers/$1.py" --horovod "$2" "${peers_args[@]}"
 )
+failed=()  # each job runs in a subshell: its mh_die ends that job, this loop records it
 for j in ${GJ_BENCH_JOBS:-allreduce-3x2 allreduce-2x1 fusion-3x2}; do
+  rc=0
   case "$j" in
-    allreduce-3x2) echo "# 3 pods x 2 ranks"; run_job b3x2 2 2 "$build/bench/gj_allreduce_bench" "${allreduce_args[@]}" ;;
-    allreduce-2x1) echo "# 2 pods x 1 rank"; run_job b2x1 1 1 "$build/bench/gj_allreduce_bench" "${allreduce_args[@]}" ;;
-    fusion-3x2) echo "# ResNet-50 gradients, 3 pods x 2 ranks"; run_job f3x2 2 2 "$build/bench/gj_fusion_bench" "${fusion_args[@]}" ;;
-    peers-allreduce-*|peers-grouped-*|peers-collectives-*) t=${j#peers-}; peers "${t%-*}" "${t##*-}" ;;
+    allreduce-3x2) echo "# 3 pods x 2 ranks"; run_job b3x2 2 2 "$build/bench/gj_allreduce_bench" "${allreduce_args[@]}" || rc=$? ;;
+    allreduce-2x1) echo "# 2 pods x 1 rank"; run_job b2x1 1 1 "$build/bench/gj_allreduce_bench" "${allreduce_args[@]}" || rc=$? ;;
+    fusion-3x2) echo "# ResNet-50 gradients, 3 pods x 2 ranks"; run_job f3x2 2 2 "$build/bench/gj_fusion_bench" "${fusion_args[@]}" || rc=$? ;;
+    peers-allreduce-*|peers-grouped-*|peers-collectives-*) t=${j#peers-}; peers "${t%-*}" "${t##*-}" || rc=$? ;;
     *) echo "run_cluster.sh: GJ_BENCH_JOBS names '$j'; use allreduce-3x2, allreduce-2x1, fusion-3x2, peers-{allreduce,grouped,collectives}-{mpi,gloo}" >&2; exit 2 ;;
   esac
+  [ "$rc" = 0 ] || failed+=("$j (exit $rc)")
 done
 echo "# done, loadavg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "run_cluster.sh: failed: ${failed[*]}" >&2
+  exit 1
+fi
