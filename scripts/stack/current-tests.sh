@@ -17,9 +17,12 @@
 #   GJ_CURRENT_EXCLUDE ctest -E regex of stage 1   (default: the list below)
 #   GJ_CURRENT_PARTS   which parts to run          (default: "openmpi mpich finalize")
 #   GJ_JOBS            build jobs                  (default: nproc)
+#   GJ_TEST_JOBS       ctest -j                    (default: nproc; CI runs this stage beside
+#                      the hardening stage, whose tests take the cores too)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 jobs=${GJ_JOBS:-$(nproc)}
+test_jobs=${GJ_TEST_JOBS:-$(nproc)}
 parts=${GJ_CURRENT_PARTS:-openmpi mpich finalize}
 failed=()
 
@@ -82,7 +85,7 @@ run_ctest() {  # $1 build dir, $2 label, then ctest selection arguments
   local dir=$1 label=$2; shift 2
   stamp "$label: ctest $*"
   local start=$SECONDS
-  ctest --test-dir "$dir" --output-on-failure --timeout 600 "$@" || failed+=("$label: failing tests (ctest's list above)")
+  ctest --test-dir "$dir" --output-on-failure --timeout 600 -j"$test_jobs" "$@" || failed+=("$label: failing tests (ctest's list above)")
   echo "   tests took $((SECONDS - start)) s"
 }
 
