@@ -10,7 +10,7 @@
 #      of Debian 12's 4.0.2, docs/multihost.md).
 # Every part runs even when an earlier one failed; the script fails at the end if any did.
 # The unit list's sys.* includes sys.bench.readiness_smoke (the readiness gate's smoke run
-# on loopback: sshd and sockets, which the stack changes).
+# on loopback: sshd and sockets, which the stack changes; its program is built by bench/).
 # Environment (all optional):
 #   GJ_CURRENT_TESTS   ctest -R regex of stage 1, or the name of one of the lists below
 #                      (units, mpi, torch, launch, multihost)   (default: all of them)
@@ -90,7 +90,8 @@ run_ctest() {  # $1 build dir, $2 label, then ctest selection arguments
 }
 
 if [[ " $parts " == *" openmpi "* ]]; then
-  if configure_and_build build-current "open mpi 5"; then
+  # GJ_BUILD_BENCH=ON: bench/ builds gj_readiness_bench, whose smoke run is in the unit list.
+  if configure_and_build build-current "open mpi 5" -DGJ_BUILD_BENCH=ON; then
     run_ctest build-current "open mpi 5" -R "$tests" -E "$exclude"
   fi
 fi
