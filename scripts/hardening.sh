@@ -16,6 +16,8 @@
 #   GJ_HARDENING_SOURCE_DIR CMake source dir                      (default: the repository root)
 #   GJ_HARDENING_TARGETS    build only these targets (space-separated; quick runs)  (default: all)
 #   GJ_HARDENING_TESTS      ctest -R regex of the tests to run                      (default: all)
+#   GJ_HARDENING_BUILD_ONLY 1: configure and build, then stop (.ci/run builds in the background
+#                           early, at the lowest priority, and runs this script again later)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -77,6 +79,10 @@ echo "== hardening: build"
 targets=()
 for t in ${GJ_HARDENING_TARGETS:-}; do targets+=(--target "$t"); done
 cmake --build "$build" -j"$jobs" "${targets[@]}"
+if [ "${GJ_HARDENING_BUILD_ONLY:-0}" = 1 ]; then
+  echo "== hardening: built (GJ_HARDENING_BUILD_ONLY=1: no tests, no fuzzing)"
+  exit 0
+fi
 
 # Every problem is collected and the run goes on, so one CI run reports all of them; the
 # script fails at the end when there was any.
