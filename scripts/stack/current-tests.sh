@@ -17,12 +17,16 @@
 #   GJ_CURRENT_EXCLUDE ctest -E regex of stage 1   (default: the list below)
 #   GJ_CURRENT_PARTS   which parts to run          (default: "openmpi mpich finalize")
 #   GJ_JOBS            build jobs                  (default: nproc)
+#   GJ_CURRENT_BUILD_ONLY  1: configure and build the parts' build folders, run nothing (.ci/run
+#                      builds in the background as soon as the root is made, and runs the stage
+#                      later on the built folders)
 #   GJ_TEST_JOBS       ctest -j                    (default: nproc; CI runs this stage beside
 #                      the hardening stage, whose tests take the cores too)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 jobs=${GJ_JOBS:-$(nproc)}
 test_jobs=${GJ_TEST_JOBS:-$(nproc)}
+build_only=${GJ_CURRENT_BUILD_ONLY:-0}
 parts=${GJ_CURRENT_PARTS:-openmpi mpich finalize}
 failed=()
 
@@ -83,6 +87,7 @@ configure_and_build() {  # $1 build dir, $2 label, then cmake arguments; then "-
 
 run_ctest() {  # $1 build dir, $2 label, then ctest selection arguments
   local dir=$1 label=$2; shift 2
+  [ "$build_only" = 1 ] && return 0
   stamp "$label: ctest $*"
   local start=$SECONDS
   ctest --test-dir "$dir" --output-on-failure --timeout 600 -j"$test_jobs" "$@" || failed+=("$label: failing tests (ctest's list above)")
@@ -109,7 +114,7 @@ if [[ " $parts " == *" mpich "* ]]; then
   fi
 fi
 
-if [[ " $parts " == *" finalize "* ]]; then
+if [[ " $parts " == *" finalize "* ]] && [ "$build_only" != 1 ]; then
   stamp "mpich finalize: scripts/mpich-finalize-check.sh 20 10"
   table=$(scripts/mpich-finalize-check.sh 20 10)
   echo "$table" | sed 's/^/   /'
