@@ -43,4 +43,4 @@ grep -q 'MPI startup(): Intel(R) MPI Library' <<<"$hello" \
 echo "== intel mpi: $(grep -m1 'MPI startup(): Intel' <<<"$hello")"
 # The collectives' multi-rank suites (built against MPICH, run on Intel MPI's library).
 suites='^(coll\.mpi\.np2(\.noshm)?|coll\.mpi\.np3|coll\.python\.np2|shm\.allreduce\.np[23])$'
-ctest --test-dir "$build" --output-on-failure --timeout 600 -R "$suites|_impi\$"
+ctest --test-dir "$build" --output-on-failure --timeout 600 -j"$(nproc)" -R "$suites|_impi\$"

@@ -14,4 +14,4 @@ else
   cmake -S . -B "$build"  # finds the environment made above
 fi
 cmake --build "$build" -j"$(nproc)" --target gj_python
-ctest --test-dir "$build" -L tensorflow --output-on-failure --timeout 600
+ctest --test-dir "$build" -L tensorflow --output-on-failure --timeout 600 -j"$(nproc)"

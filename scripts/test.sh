@@ -15,4 +15,8 @@ cmake --build "$build" -j"$(nproc)"
 # Every test carries one area and one kind label (README, "Tests"): a test added without them fails here.
 cmake -DBUILD="$build" -P cmake/GjCheckTestLabels.cmake
 # gj.tensorflow's tests need the TensorFlow environment: scripts/test-tf.sh (CI's next stage).
-ctest --test-dir "$build" --output-on-failure --timeout 600 -LE '^tensorflow$'
+# Tests in parallel, twice the cores (GJ_TEST_JOBS): most of a test's time is spent waiting on
+# ranks, sockets and timeouts. Tests that need two cores say so (PROCESSORS 2), the multi-host
+# scenarios run one at a time (RESOURCE_LOCK), timing comparisons alone (RUN_SERIAL).
+jobs=${GJ_TEST_JOBS:-$(( $(nproc) * 2 ))}
+ctest --test-dir "$build" --output-on-failure --timeout 600 -j"$jobs" -LE '^tensorflow$'

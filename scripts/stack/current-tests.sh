@@ -10,16 +10,23 @@
 #      of Debian 12's 4.0.2, docs/multihost.md).
 # Every part runs even when an earlier one failed; the script fails at the end if any did.
 # The unit list's sys.* includes sys.bench.readiness_smoke (the readiness gate's smoke run
-# on loopback: sshd and sockets, which the stack changes).
+# on loopback: sshd and sockets, which the stack changes; its program is built by bench/).
 # Environment (all optional):
 #   GJ_CURRENT_TESTS   ctest -R regex of stage 1, or the name of one of the lists below
 #                      (units, mpi, torch, launch, multihost)   (default: all of them)
 #   GJ_CURRENT_EXCLUDE ctest -E regex of stage 1   (default: the list below)
 #   GJ_CURRENT_PARTS   which parts to run          (default: "openmpi mpich finalize")
 #   GJ_JOBS            build jobs                  (default: nproc)
+#   GJ_CURRENT_BUILD_ONLY  1: configure and build the parts' build folders, run nothing (.ci/run
+#                      builds in the background as soon as the root is made, and runs the stage
+#                      later on the built folders)
+#   GJ_TEST_JOBS       ctest -j                    (default: nproc; CI runs this stage beside
+#                      the hardening stage, whose tests take the cores too)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 jobs=${GJ_JOBS:-$(nproc)}
+test_jobs=${GJ_TEST_JOBS:-$(nproc)}
+build_only=${GJ_CURRENT_BUILD_ONLY:-0}
 parts=${GJ_CURRENT_PARTS:-openmpi mpich finalize}
 failed=()
 
@@ -80,14 +87,16 @@ configure_and_build() {  # $1 build dir, $2 label, then cmake arguments; then "-
 
 run_ctest() {  # $1 build dir, $2 label, then ctest selection arguments
   local dir=$1 label=$2; shift 2
+  [ "$build_only" = 1 ] && return 0
   stamp "$label: ctest $*"
   local start=$SECONDS
-  ctest --test-dir "$dir" --output-on-failure --timeout 600 "$@" || failed+=("$label: failing tests (ctest's list above)")
+  ctest --test-dir "$dir" --output-on-failure --timeout 600 -j"$test_jobs" "$@" || failed+=("$label: failing tests (ctest's list above)")
   echo "   tests took $((SECONDS - start)) s"
 }
 
 if [[ " $parts " == *" openmpi "* ]]; then
-  if configure_and_build build-current "open mpi 5"; then
+  # GJ_BUILD_BENCH=ON: bench/ builds gj_readiness_bench, whose smoke run is in the unit list.
+  if configure_and_build build-current "open mpi 5" -DGJ_BUILD_BENCH=ON; then
     run_ctest build-current "open mpi 5" -R "$tests" -E "$exclude"
   fi
 fi
@@ -105,7 +114,7 @@ if [[ " $parts " == *" mpich "* ]]; then
   fi
 fi
 
-if [[ " $parts " == *" finalize "* ]]; then
+if [[ " $parts " == *" finalize "* ]] && [ "$build_only" != 1 ]; then
   stamp "mpich finalize: scripts/mpich-finalize-check.sh 20 10"
   table=$(scripts/mpich-finalize-check.sh 20 10)
   echo "$table" | sed 's/^/   /'
