@@ -155,3 +155,73 @@ def test_elastic_keras_state_syncs_from_rank_0_and_restores(world):
         state.restore()
         return state.model.layers[0].kernel.numpy()
     np.testing.assert_array_equal(train(state), np.zeros((2, 1)))
+
+
+def test_invalid_alltoall_splits_raise_on_every_rank_and_the_set_goes_on(world):
+    r, n = world
+    # Every rank's splits invalid: each raises Horovod's class for it, InvalidArgumentError (and ValueError).
+    with pytest.raises(tf.errors.InvalidArgumentError, match="does not divide among"):
+        hvd.alltoall(tf.ones([n + 1]))
+    with pytest.raises(ValueError, match="must have"):
+        hvd.alltoall(tf.ones([n]), splits=tf.constant([n] * n))
+    # Only rank 0's invalid: it raises its own error, the others the disagreement instead of waiting.
+    if r == 0:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="summing to the first dimension"):
+            hvd.alltoall(tf.ones([n]), splits=tf.constant([n] * n))
+    else:
+        with pytest.raises(HorovodInternalError, match="disagree"):
+            hvd.alltoall(tf.ones([n]), splits=tf.constant([1] * n))
+    assert hvd.allreduce(tf.constant([1.0]), op=hvd.Sum).numpy()[0] == n
+
+
+def test_partial_tape_keeps_local_layers_of_either_keras(world, mode):
+    """local_layers' weights are Keras 3 Variables (no ref()) or tf.Variables (Keras 2)."""
+    r, n = world
+    keras = tf.keras
+    shared, local = keras.layers.Dense(1, use_bias=False), keras.layers.Dense(1, use_bias=False)
+    x = tf.ones([1, 1])
+    shared(x), local(x)
+
+    def f():
+        with tf.GradientTape() as tape:
+            loss = float(r + 1) * (tf.reduce_sum(shared(x)) + tf.reduce_sum(local(x)))
+        tape = hvd.PartialDistributedGradientTape(tape, local_layers=local)
+        return tape.gradient(loss, shared.trainable_weights + local.trainable_weights)
+    gs, gl = mode(f)
+    np.testing.assert_allclose(gs.numpy(), [[(n + 1) / 2]])
+    np.testing.assert_allclose(gl.numpy(), [[(r + 1) / n]])
+
+
+def test_broadcast_global_variables_in_a_tf1_graph_and_refused_eagerly(world):
+    r, n = world
+    with pytest.raises(RuntimeError, match="does not support eager execution"):
+        hvd.broadcast_global_variables(0)
+    with tf.Graph().as_default():
+        v = tf.compat.v1.get_variable("v", initializer=tf.constant([float(r + 1)]), use_resource=True)
+        op = hvd.broadcast_global_variables(root_rank=n - 1)
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            sess.run(op)
+            np.testing.assert_array_equal(sess.run(v), [float(n)])
+
+
+def test_gradients_outside_the_process_set_stay_local_and_a_forged_set_is_refused(world, mode):
+    r, n = world
+    ps = hvd.add_process_set([0, n - 1]) if n > 2 else hvd.add_process_set([0])
+    try:
+        x = tf.constant([float(r + 1)])
+
+        def f():
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = tf.reduce_sum(x * x)
+            return hvd.DistributedGradientTape(tape, process_set=ps).gradient(y, [x])[0]
+        got = mode(f).numpy()
+        want = np.mean([2.0 * (q + 1) for q in ps.ranks]) if r in ps.ranks else 2.0 * (r + 1)
+        np.testing.assert_allclose(got, [want])
+        forged = hvd.ProcessSet([0])
+        forged.process_set_id = 10  # Horovod's test of an id nobody registered
+        with pytest.raises(ValueError, match="is not registered"):
+            hvd.allreduce(tf.ones(1), process_set=forged)
+    finally:
+        hvd.remove_process_set(ps)

@@ -33,9 +33,27 @@ class TensorFlowHorovodInternalError(HorovodInternalError, tf.errors.FailedPreco
         return out
 
 
+class TensorFlowInvalidArgumentError(ValueError, tf.errors.InvalidArgumentError):
+    """A collective's invalid argument (a ValueError) as TensorFlow's InvalidArgumentError, the
+    class Horovod's TF ops raise for it (inside a graph TensorFlow maps a callback's ValueError
+    to InvalidArgumentError itself)."""
+
+    def __init__(self, message):
+        tf.errors.InvalidArgumentError.__init__(self, None, None, message)
+        self.args = (message,)
+
+    def __str__(self):
+        return self.message
+
+
 def translated(fn, *args):
-    """fn(*args) with a HorovodInternalError raised as a TensorFlowHorovodInternalError."""
+    """fn(*args) with a HorovodInternalError raised as a TensorFlowHorovodInternalError and a
+    ValueError as a TensorFlowInvalidArgumentError."""
     try:
         return fn(*args)
     except HorovodInternalError as e:
         raise TensorFlowHorovodInternalError.of(e) from None
+    except ValueError as e:
+        if isinstance(e, tf.errors.OpError):
+            raise
+        raise TensorFlowInvalidArgumentError(str(e)) from None

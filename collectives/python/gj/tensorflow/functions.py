@@ -21,6 +21,16 @@ def broadcast_variables(variables, root_rank, process_set=global_process_set, in
     return mpi_ops.broadcast_(variables, root_rank, process_set=process_set)
 
 
+def broadcast_global_variables(root_rank):
+    """Graph mode (tf.compat.v1): the op broadcasting every global variable from root_rank.
+    Eagerly there are no global variables: broadcast the model's and optimizer's variables with
+    broadcast_variables or BroadcastGlobalVariablesCallback, as Horovod says."""
+    if tf.executing_eagerly():
+        raise RuntimeError("broadcast_global_variables() does not support eager execution. Please use "
+                           "`hvd.broadcast_variables(<model/optimizer variables>)` instead.")
+    return broadcast_variables(tf.compat.v1.global_variables(), root_rank)
+
+
 class _Pickler(pickle.Pickler):
     def reducer_override(self, obj):
         if isinstance(obj, (tf.Tensor, tf.Variable)) and tf.executing_eagerly():

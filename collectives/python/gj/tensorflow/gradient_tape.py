@@ -11,10 +11,21 @@ from .compression import Compression
 from .gradients import allreduce_gradients
 
 
+def _source_key(source):
+    """A hashable identity of a gradient source: a tf.Variable's ref(), a Keras 3 Variable's (which
+    has no ref()) through the tf.Variable it holds, so either spelling of one variable matches."""
+    if hasattr(source, "ref"):
+        return source.ref()
+    inner = getattr(source, "value", None)
+    if hasattr(inner, "ref"):
+        return inner.ref()
+    return id(source)
+
+
 class _DistributedMixin:
     def register_local_source(self, source):
-        """source (a tf.Variable) keeps its local gradient: no allreduce."""
-        self._gj_local.add(source.ref())
+        """source (a tf.Variable or Keras Variable) keeps its local gradient: no allreduce."""
+        self._gj_local.add(_source_key(source))
 
     def gradient(self, target, sources, output_gradients=None, use_generic_names=False, **kwargs):
         grads = super().gradient(target, sources, output_gradients, **kwargs)
@@ -22,7 +33,7 @@ class _DistributedMixin:
         flat = list(tf.nest.flatten(grads))  # None and IndexedSlices stay leaves
         cfg = self._gj_config
         ps = cfg["process_set"]
-        glob = [i for i, s in enumerate(flat_sources) if not (hasattr(s, "ref") and s.ref() in self._gj_local)]
+        glob = [i for i, s in enumerate(flat_sources) if _source_key(s) not in self._gj_local]
         reduced = allreduce_gradients([flat[i] for i in glob], op=cfg["op"], compression=cfg["compression"],
                                       sparse_as_dense=cfg["sparse_as_dense"],
                                       gradient_predivide_factor=cfg["gradient_predivide_factor"], process_set=ps)

@@ -24,8 +24,11 @@ def scale_factors(op, gradient_predivide_factor):
 def allreduce_gradients(grads, op=mpi_ops.Average, compression=Compression.none, sparse_as_dense=False,
                         gradient_predivide_factor=1.0, process_set=global_process_set, name=None):
     """grads (a list; entries may be None or tf.IndexedSlices) reduced across the process set:
-    a list of the same length and order."""
+    a list of the same length and order. On a rank outside the process set they come back
+    unchanged (Horovod's: the set's ranks average among themselves, the others keep theirs)."""
     grads = list(grads)
+    if not mpi_ops._ps(process_set, "allreduce_gradients").included():
+        return grads
     pre, post = scale_factors(op, gradient_predivide_factor)
     if sparse_as_dense:
         grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
