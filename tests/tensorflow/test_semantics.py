@@ -225,3 +225,12 @@ def test_gradients_outside_the_process_set_stay_local_and_a_forged_set_is_refuse
             hvd.allreduce(tf.ones(1), process_set=forged)
     finally:
         hvd.remove_process_set(ps)
+
+
+def test_object_functions_while_a_tf1_graph_is_built(world):
+    """Horovod's TF1 scripts call them inside `with graph.as_default()`: they run when called."""
+    r, n = world
+    with tf.Graph().as_default():
+        assert hvd.broadcast_object({"a": r} if r == 0 else None, root_rank=0) == {"a": 0}
+        assert hvd.broadcast_object_fn(root_rank=n - 1)([r]) == [n - 1]
+        assert hvd.allgather_object({"r": r}) == [{"r": q} for q in range(n)]

@@ -69,11 +69,16 @@ def check_dtype(t, what, reduce, argument="tensor"):
         raise TypeError(f"{what}: {argument} has dtype {name}, which gj cannot move (numeric and bool tensors only)")
 
 
+def on_host(operation, name, body, *arrays):
+    """body(*arrays) now, on numpy arrays: the timeline's name for it, gj's errors as TensorFlow's."""
+    with _timeline.naming(operation, name):
+        return translated(body, *arrays)
+
+
 def _call(what, operation, name, body, inputs, touts):
     """body(*numpy arrays) -> list of numpy arrays, run eagerly or as one numpy_function."""
     def named_body(*arrays):
-        with _timeline.naming(operation, name):
-            return translated(body, *arrays)
+        return on_host(operation, name, body, *arrays)
 
     if tf.executing_eagerly():
         outs = named_body(*[t.numpy() for t in inputs])
