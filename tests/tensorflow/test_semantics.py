@@ -35,8 +35,36 @@ def test_disagreement_inside_tf_function(world):
     @tf.function
     def f(x):
         return hvd.allreduce(x)
-    # TensorFlow reports a graph callback's error by its Python type's code: UnknownError, gj's message.
-    with pytest.raises(tf.errors.UnknownError, match="disagree on the call's arguments"):
+    # The GjStatus op built with the library raises Horovod's class from the graph, gj's message.
+    with pytest.raises(tf.errors.FailedPreconditionError, match="disagree on the call's arguments"):
+        f(tf.ones([r + 1]))
+    assert hvd.allreduce(tf.constant([1.0]), op=hvd.Sum).numpy()[0] == n
+
+
+def test_graph_errors_in_a_tf1_session_are_horovods_classes(world):
+    r, n = world
+
+    def run(make):  # a graph of its own each: a TF1 graph chains its gj ops in creation order
+        with tf.Graph().as_default():
+            out = make()
+            with tf.compat.v1.Session() as sess:
+                return sess.run(out)
+    with pytest.raises(tf.errors.FailedPreconditionError, match="disagree"):
+        run(lambda: hvd.allreduce(tf.ones([r + 1])))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="does not divide among"):
+        run(lambda: hvd.alltoall(tf.ones([n + 1])))
+    np.testing.assert_array_equal(run(lambda: hvd.allreduce(tf.ones([2]), op=hvd.Sum)), [n, n])
+
+
+def test_without_the_status_op_graph_errors_say_what_is_missing(world, monkeypatch):
+    r, n = world
+    from gj.tensorflow import _status_op
+    monkeypatch.setattr(_status_op, "_loaded", {"module": None, "why": "the test removed it"})
+
+    @tf.function
+    def f(x):
+        return hvd.allreduce(x)
+    with pytest.raises(tf.errors.UnknownError, match="GjStatus op is not available .the test removed it."):
         f(tf.ones([r + 1]))
     assert hvd.allreduce(tf.constant([1.0]), op=hvd.Sum).numpy()[0] == n
 

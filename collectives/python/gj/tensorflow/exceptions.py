@@ -1,9 +1,10 @@
 """The errors gj.tensorflow's collectives raise: HorovodInternalError (gj's one class, shared
 with gj.torch) that is also a tf.errors.FailedPreconditionError, the TensorFlow error Horovod's
 TF ops raise for the same failures. So `except hvd.HorovodInternalError` and
-`except tf.errors.FailedPreconditionError` both catch it, eagerly. Inside a graph TensorFlow
-reports any exception of a numpy_function callback, its own error classes included, as
-tf.errors.UnknownError carrying gj's message (measured with TF 2.21: docs/tensorflow.md)."""
+`except tf.errors.FailedPreconditionError` both catch it, eagerly. Inside a graph the GjStatus op
+(_status_op) raises the same classes from Session.run / the tf.function; without that op TensorFlow
+reports a numpy_function callback's exception as tf.errors.UnknownError (its own error classes
+included, measured with TF 2.21), and gj's message says what is missing."""
 
 import tensorflow as tf
 
@@ -22,6 +23,12 @@ class TensorFlowHorovodInternalError(HorovodInternalError, tf.errors.FailedPreco
 
     def __str__(self):
         return self._message
+
+    def noted(self, note):
+        """This error with note appended to its message."""
+        self._message += note
+        self.args = (self._message,)
+        return self
 
     @classmethod
     def of(cls, error):
