@@ -32,22 +32,12 @@ class _DistributedMixin:
         flat_sources = tf.nest.flatten(sources)
         flat = list(tf.nest.flatten(grads))  # None and IndexedSlices stay leaves
         cfg = self._gj_config
-        ps = cfg["process_set"]
-        glob = [i for i, s in enumerate(flat_sources) if _source_key(s) not in self._gj_local]
-        reduced = allreduce_gradients([flat[i] for i in glob], op=cfg["op"], compression=cfg["compression"],
-                                      sparse_as_dense=cfg["sparse_as_dense"],
-                                      gradient_predivide_factor=cfg["gradient_predivide_factor"], process_set=ps)
-        out = list(flat)
-        for i, g in zip(glob, reduced):
-            out[i] = g
-        if cfg["scale_local_gradients"] and len(glob) != len(flat):
-            n = float(ps.size())
-            for i in set(range(len(flat))) - set(glob):
-                g = out[i]
-                if isinstance(g, tf.IndexedSlices):
-                    out[i] = tf.IndexedSlices(g.values / n, g.indices, g.dense_shape)
-                elif g is not None:
-                    out[i] = g / n
+        local = [i for i, s in enumerate(flat_sources) if _source_key(s) in self._gj_local]
+        out = allreduce_gradients(flat, op=cfg["op"], compression=cfg["compression"],
+                                  sparse_as_dense=cfg["sparse_as_dense"],
+                                  gradient_predivide_factor=cfg["gradient_predivide_factor"],
+                                  process_set=cfg["process_set"], local=local,
+                                  scale_local_gradients=cfg["scale_local_gradients"])
         return tf.nest.pack_sequence_as(grads, out)
 
 
