@@ -218,6 +218,12 @@ def test_partial_tape_keeps_local_layers_of_either_keras(world, mode):
     gs, gl = mode(f)
     np.testing.assert_allclose(gs.numpy(), [[(n + 1) / 2]])
     np.testing.assert_allclose(gl.numpy(), [[(r + 1) / n]])
+    with tf.GradientTape() as tape:
+        loss = float(r + 1) * (tf.reduce_sum(shared(x)) + tf.reduce_sum(local(x)))
+    tape = hvd.PartialDistributedGradientTape(tape, local_layers=[local])
+    (lv, lg), = tape.get_local_and_global_gradients(loss, shared.trainable_weights + local.trainable_weights)[0]
+    assert lv is local.trainable_weights[0]
+    np.testing.assert_allclose(lg.numpy(), [[(r + 1) / n]])
 
 
 def test_broadcast_global_variables_in_a_tf1_graph_and_refused_eagerly(world):

@@ -27,6 +27,15 @@ class _DistributedMixin:
         """source (a tf.Variable or Keras Variable) keeps its local gradient: no allreduce."""
         self._gj_local.add(_source_key(source))
 
+    def get_local_and_global_gradients(self, target, sources, output_gradients=None):
+        """gradient()'s results split as Horovod's: ([(local source, its gradient)], [(other
+        source, its reduced gradient)])."""
+        grads = tf.nest.flatten(self.gradient(target, sources, output_gradients))
+        local, shared = [], []
+        for source, grad in zip(tf.nest.flatten(sources), grads):
+            (local if _source_key(source) in self._gj_local else shared).append((source, grad))
+        return local, shared
+
     def gradient(self, target, sources, output_gradients=None, use_generic_names=False, **kwargs):
         grads = super().gradient(target, sources, output_gradients, **kwargs)
         flat_sources = tf.nest.flatten(sources)
