@@ -35,6 +35,7 @@ def test_public_api_is_horovods():
              "Compression", "ProcessSet", "add_process_set", "remove_process_set", "global_process_set",
              "rank_op", "size_op", "local_rank_op", "local_size_op", "DistributedGradientTape",
              "PartialDistributedGradientTape", "DistributedOptimizer", "SyncBatchNormalization", "elastic",
-             "HorovodInternalError", "start_timeline", "stop_timeline"]
+             "HorovodInternalError", "start_timeline", "stop_timeline", "broadcast_global_variables",
+             "_executing_eagerly"]
     out = _python("import gj.tensorflow as hvd; print([n for n in %r if not hasattr(hvd, n)])" % names)
     assert out.returncode == 0 and out.stdout.strip().endswith("[]"), out.stdout + out.stderr[-2000:]

@@ -35,8 +35,36 @@ def test_disagreement_inside_tf_function(world):
     @tf.function
     def f(x):
         return hvd.allreduce(x)
-    # TensorFlow reports a graph callback's error by its Python type's code: UnknownError, gj's message.
-    with pytest.raises(tf.errors.UnknownError, match="disagree on the call's arguments"):
+    # The GjStatus op built with the library raises Horovod's class from the graph, gj's message.
+    with pytest.raises(tf.errors.FailedPreconditionError, match="disagree on the call's arguments"):
+        f(tf.ones([r + 1]))
+    assert hvd.allreduce(tf.constant([1.0]), op=hvd.Sum).numpy()[0] == n
+
+
+def test_graph_errors_in_a_tf1_session_are_horovods_classes(world):
+    r, n = world
+
+    def run(make):  # a graph of its own each: a TF1 graph chains its gj ops in creation order
+        with tf.Graph().as_default():
+            out = make()
+            with tf.compat.v1.Session() as sess:
+                return sess.run(out)
+    with pytest.raises(tf.errors.FailedPreconditionError, match="disagree"):
+        run(lambda: hvd.allreduce(tf.ones([r + 1])))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="does not divide among"):
+        run(lambda: hvd.alltoall(tf.ones([n + 1])))
+    np.testing.assert_array_equal(run(lambda: hvd.allreduce(tf.ones([2]), op=hvd.Sum)), [n, n])
+
+
+def test_without_the_status_op_graph_errors_say_what_is_missing(world, monkeypatch):
+    r, n = world
+    from gj.tensorflow import _status_op
+    monkeypatch.setattr(_status_op, "_loaded", {"module": None, "why": "the test removed it"})
+
+    @tf.function
+    def f(x):
+        return hvd.allreduce(x)
+    with pytest.raises(tf.errors.UnknownError, match="GjStatus op is not available .the test removed it."):
         f(tf.ones([r + 1]))
     assert hvd.allreduce(tf.constant([1.0]), op=hvd.Sum).numpy()[0] == n
 
@@ -155,3 +183,88 @@ def test_elastic_keras_state_syncs_from_rank_0_and_restores(world):
         state.restore()
         return state.model.layers[0].kernel.numpy()
     np.testing.assert_array_equal(train(state), np.zeros((2, 1)))
+
+
+def test_invalid_alltoall_splits_raise_on_every_rank_and_the_set_goes_on(world):
+    r, n = world
+    # Every rank's splits invalid: each raises Horovod's class for it, InvalidArgumentError (and ValueError).
+    with pytest.raises(tf.errors.InvalidArgumentError, match="does not divide among"):
+        hvd.alltoall(tf.ones([n + 1]))
+    with pytest.raises(ValueError, match="must have"):
+        hvd.alltoall(tf.ones([n]), splits=tf.constant([n] * n))
+    # Only rank 0's invalid: it raises its own error, the others the disagreement instead of waiting.
+    if r == 0:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="summing to the first dimension"):
+            hvd.alltoall(tf.ones([n]), splits=tf.constant([n] * n))
+    else:
+        with pytest.raises(HorovodInternalError, match="disagree"):
+            hvd.alltoall(tf.ones([n]), splits=tf.constant([1] * n))
+    assert hvd.allreduce(tf.constant([1.0]), op=hvd.Sum).numpy()[0] == n
+
+
+def test_partial_tape_keeps_local_layers_of_either_keras(world, mode):
+    """local_layers' weights are Keras 3 Variables (no ref()) or tf.Variables (Keras 2)."""
+    r, n = world
+    keras = tf.keras
+    shared, local = keras.layers.Dense(1, use_bias=False), keras.layers.Dense(1, use_bias=False)
+    x = tf.ones([1, 1])
+    shared(x), local(x)
+
+    def f():
+        with tf.GradientTape() as tape:
+            loss = float(r + 1) * (tf.reduce_sum(shared(x)) + tf.reduce_sum(local(x)))
+        tape = hvd.PartialDistributedGradientTape(tape, local_layers=local)
+        return tape.gradient(loss, shared.trainable_weights + local.trainable_weights)
+    gs, gl = mode(f)
+    np.testing.assert_allclose(gs.numpy(), [[(n + 1) / 2]])
+    np.testing.assert_allclose(gl.numpy(), [[(r + 1) / n]])
+    with tf.GradientTape() as tape:
+        loss = float(r + 1) * (tf.reduce_sum(shared(x)) + tf.reduce_sum(local(x)))
+    tape = hvd.PartialDistributedGradientTape(tape, local_layers=[local])
+    (lv, lg), = tape.get_local_and_global_gradients(loss, shared.trainable_weights + local.trainable_weights)[0]
+    assert lv is local.trainable_weights[0]
+    np.testing.assert_allclose(lg.numpy(), [[(r + 1) / n]])
+
+
+def test_broadcast_global_variables_in_a_tf1_graph_and_refused_eagerly(world):
+    r, n = world
+    with pytest.raises(RuntimeError, match="does not support eager execution"):
+        hvd.broadcast_global_variables(0)
+    with tf.Graph().as_default():
+        v = tf.compat.v1.get_variable("v", initializer=tf.constant([float(r + 1)]), use_resource=True)
+        op = hvd.broadcast_global_variables(root_rank=n - 1)
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            sess.run(op)
+            np.testing.assert_array_equal(sess.run(v), [float(n)])
+
+
+def test_gradients_outside_the_process_set_stay_local_and_a_forged_set_is_refused(world, mode):
+    r, n = world
+    ps = hvd.add_process_set([0, n - 1]) if n > 2 else hvd.add_process_set([0])
+    try:
+        x = tf.constant([float(r + 1)])
+
+        def f():
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = tf.reduce_sum(x * x)
+            return hvd.DistributedGradientTape(tape, process_set=ps).gradient(y, [x])[0]
+        got = mode(f).numpy()
+        want = np.mean([2.0 * (q + 1) for q in ps.ranks]) if r in ps.ranks else 2.0 * (r + 1)
+        np.testing.assert_allclose(got, [want])
+        forged = hvd.ProcessSet([0])
+        forged.process_set_id = 10  # Horovod's test of an id nobody registered
+        with pytest.raises(ValueError, match="is not registered"):
+            hvd.allreduce(tf.ones(1), process_set=forged)
+    finally:
+        hvd.remove_process_set(ps)
+
+
+def test_object_functions_while_a_tf1_graph_is_built(world):
+    """Horovod's TF1 scripts call them inside `with graph.as_default()`: they run when called."""
+    r, n = world
+    with tf.Graph().as_default():
+        assert hvd.broadcast_object({"a": r} if r == 0 else None, root_rank=0) == {"a": 0}
+        assert hvd.broadcast_object_fn(root_rank=n - 1)([r]) == [n - 1]
+        assert hvd.allgather_object({"r": r}) == [{"r": q} for q in range(n)]

@@ -79,13 +79,13 @@ def test_fit_averages_like_one_process_on_the_concatenated_batch():
 
 def test_one_grouped_allreduce_per_step_with_every_gradient(monkeypatch):
     calls = []
-    real = hvd_tf.grouped_allreduce
+    real = hvd_tf.mpi_ops.grouped_allreduce  # the one call gj.tensorflow.allreduce_gradients makes
 
     def counting(tensors, *args, **kwargs):
         calls.append(len(tensors))
         return real(tensors, *args, **kwargs)
 
-    monkeypatch.setattr(hvd_tf, "grouped_allreduce", counting)
+    monkeypatch.setattr(hvd_tf.mpi_ops, "grouped_allreduce", counting)
     model = linear_model()
     model.compile(optimizer=hvd.DistributedOptimizer(sgd(0.1)), loss="mse")
     x, y = batch(hvd.rank())

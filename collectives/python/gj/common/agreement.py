@@ -215,6 +215,18 @@ def _signed(fields, nonblocking):
     return tuple(fields) + (("nonblocking", bool(nonblocking)),)
 
 
+def refuse(comm, what, call, error):
+    """Raise error (this rank's own arguments are invalid) after entering the agreement with a
+    record no valid call makes: the ranks whose arguments are valid then raise the disagreement
+    instead of waiting for this rank, and when every rank's arguments are invalid each raises its
+    own error."""
+    try:
+        agree(comm, what, (("call", call), ("invalid arguments", True)))
+    except HorovodInternalError:
+        pass
+    raise error
+
+
 def agree(comm, what, fields, rows=None, wire=None, kind=None):
     """Blocking: every rank of comm passed equal fields, or HorovodInternalError on every rank. With rows
     (this rank's count), returns every rank's rows in rank order (allgather's first dims). With

@@ -12,8 +12,8 @@ is ever added or removed while it runs. What the API still does:
   skip_sync, func run again); gj itself never raises it.
 - State.commit() saves the state (and checks for host updates: there never are);
   restore() goes back to the last save; sync() broadcasts rank 0's state.
-A frontend subclasses State with its broadcast_object and rank as default_bcast_object /
-default_rank (staticmethods), and adds its framework's states (TorchState, TensorFlowKerasState).
+A frontend makes its State and ObjectState with frontend_states (its broadcast_object and rank as
+their defaults) and adds its framework's states (TorchState, TensorFlowKerasState).
 """
 
 import copy
@@ -92,6 +92,18 @@ class ObjectState(State):
     def _set_attrs(self):
         for k, v in self._saved_state.items():
             setattr(self, k, copy.deepcopy(v))
+
+
+def frontend_states(module, broadcast_object, rank):
+    """(State, ObjectState) of a frontend (module: its name for them) whose defaults are the
+    frontend's broadcast_object(obj, root_rank, ...) and rank()."""
+    frontend_state = type("State", (State,), {
+        "__doc__": State.__doc__, "__module__": module,
+        "default_bcast_object": staticmethod(broadcast_object),
+        "default_rank": staticmethod(rank)})
+    frontend_object_state = type("ObjectState", (ObjectState, frontend_state),
+                                 {"__doc__": ObjectState.__doc__, "__module__": module})
+    return frontend_state, frontend_object_state
 
 
 def run(func):

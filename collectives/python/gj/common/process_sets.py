@@ -110,7 +110,7 @@ def registered(process_set, what):
         process_set = global_process_set
     if not isinstance(process_set, ProcessSet):
         raise TypeError(f"{what}: process_set={process_set!r} is not a gj ProcessSet")
-    if process_set.process_set_id is None:
+    if process_set.process_set_id is None or _registry.get(process_set.process_set_id) is not process_set:
         raise ValueError(f"{what}: process_set={process_set!r} is not registered; call add_process_set")
     return process_set
 

@@ -22,11 +22,13 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allred
                       broadcast, broadcast_, grouped_allgather, grouped_allreduce, grouped_reducescatter,
                       local_rank_op, local_size_op, process_set_included_op, rank_op, reducescatter, size_op)
 from ._join import join
-from .functions import allgather_object, broadcast_object, broadcast_object_fn, broadcast_variables
+from .functions import (allgather_object, broadcast_global_variables, broadcast_object, broadcast_object_fn,
+                        broadcast_variables)
 from .gradients import allreduce_gradients
 from .gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
 from .optimizer import DistributedOptimizer
 from . import elastic
+from .util import _executing_eagerly  # Horovod's tests call hvd._executing_eagerly()
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size", "cross_rank",
@@ -37,7 +39,7 @@ __all__ = [
     "allreduce", "grouped_allreduce", "allgather", "grouped_allgather", "broadcast", "broadcast_",
     "alltoall", "reducescatter", "grouped_reducescatter", "join", "barrier",
     "size_op", "rank_op", "local_rank_op", "local_size_op", "process_set_included_op",
-    "broadcast_variables", "broadcast_object", "broadcast_object_fn", "allgather_object",
+    "broadcast_variables", "broadcast_global_variables", "broadcast_object", "broadcast_object_fn", "allgather_object",
     "allreduce_gradients", "DistributedGradientTape", "PartialDistributedGradientTape", "DistributedOptimizer",
     "SyncBatchNormalization", "start_timeline", "stop_timeline", "elastic",
     "HorovodInternalError", "HostsUpdatedInterrupt",

@@ -14,7 +14,7 @@ import numpy as np
 from .. import _lib
 from ..common import control, state
 from ..common import timeline as _timeline
-from ..common.agreement import Wire, agree
+from ..common.agreement import Wire, agree, refuse
 from ..common.exceptions import HorovodInternalError, translated
 from ..common.process_sets import comm_of, registered
 
@@ -174,13 +174,14 @@ def alltoall(array, splits, process_set, what="alltoall"):
     n = comm.size
     if splits is None or np.size(splits) == 0:
         if rows % n:
-            raise ValueError(f"{what}: tensor's first dimension {rows} does not divide among the {n} ranks of the "
-                             "set; pass splits=")
+            refuse(comm, what, "alltoall", ValueError(
+                f"{what}: tensor's first dimension {rows} does not divide among the {n} ranks of the set; pass "
+                "splits="))
         splits = [rows // n] * n
     splits = [int(s) for s in np.asarray(splits).reshape(-1)]
     if len(splits) != n or any(s < 0 for s in splits) or sum(splits) != rows:
-        raise ValueError(f"{what}: splits={splits} must have {n} non-negative entries summing to the first "
-                         f"dimension {rows}")
+        refuse(comm, what, "alltoall", ValueError(
+            f"{what}: splits={splits} must have {n} non-negative entries summing to the first dimension {rows}"))
     fields = (("call", "alltoall"), ("dtype", array.dtype.name), ("row_shape", tuple(array.shape[1:])))
     agree(comm, what, fields)
     sent = np.asarray(splits, dtype=np.int64)

@@ -12,14 +12,9 @@ from . import _basics, functions
 __all__ = ["run", "State", "ObjectState", "TensorFlowKerasState", "TensorFlowState"]
 
 
-class State(_common.State):
-    __doc__ = _common.State.__doc__
-    default_bcast_object = staticmethod(lambda obj, *a, **k: functions.broadcast_object(obj, *a, **k))
-    default_rank = staticmethod(lambda: _basics.rank())
-
-
-class ObjectState(_common.ObjectState, State):
-    __doc__ = _common.ObjectState.__doc__
+# Late-bound: the frontend's functions as they are when a state syncs.
+State, ObjectState = _common.frontend_states(
+    __name__, lambda obj, *a, **k: functions.broadcast_object(obj, *a, **k), lambda: _basics.rank())
 
 
 def _optimizer_variables(optimizer):

@@ -1,9 +1,10 @@
 """The errors gj.tensorflow's collectives raise: HorovodInternalError (gj's one class, shared
 with gj.torch) that is also a tf.errors.FailedPreconditionError, the TensorFlow error Horovod's
 TF ops raise for the same failures. So `except hvd.HorovodInternalError` and
-`except tf.errors.FailedPreconditionError` both catch it, eagerly. Inside a graph TensorFlow
-reports any exception of a numpy_function callback, its own error classes included, as
-tf.errors.UnknownError carrying gj's message (measured with TF 2.21: docs/tensorflow.md)."""
+`except tf.errors.FailedPreconditionError` both catch it, eagerly. Inside a graph the GjStatus op
+(_status_op) raises the same classes from Session.run / the tf.function; without that op TensorFlow
+reports a numpy_function callback's exception as tf.errors.UnknownError (its own error classes
+included, measured with TF 2.21), and gj's message says what is missing."""
 
 import tensorflow as tf
 
@@ -23,6 +24,12 @@ class TensorFlowHorovodInternalError(HorovodInternalError, tf.errors.FailedPreco
     def __str__(self):
         return self._message
 
+    def noted(self, note):
+        """This error with note appended to its message."""
+        self._message += note
+        self.args = (self._message,)
+        return self
+
     @classmethod
     def of(cls, error):
         if isinstance(error, cls):
@@ -33,9 +40,27 @@ class TensorFlowHorovodInternalError(HorovodInternalError, tf.errors.FailedPreco
         return out
 
 
+class TensorFlowInvalidArgumentError(ValueError, tf.errors.InvalidArgumentError):
+    """A collective's invalid argument (a ValueError) as TensorFlow's InvalidArgumentError, the
+    class Horovod's TF ops raise for it (inside a graph TensorFlow maps a callback's ValueError
+    to InvalidArgumentError itself)."""
+
+    def __init__(self, message):
+        tf.errors.InvalidArgumentError.__init__(self, None, None, message)
+        self.args = (message,)
+
+    def __str__(self):
+        return self.message
+
+
 def translated(fn, *args):
-    """fn(*args) with a HorovodInternalError raised as a TensorFlowHorovodInternalError."""
+    """fn(*args) with a HorovodInternalError raised as a TensorFlowHorovodInternalError and a
+    ValueError as a TensorFlowInvalidArgumentError."""
     try:
         return fn(*args)
     except HorovodInternalError as e:
         raise TensorFlowHorovodInternalError.of(e) from None
+    except ValueError as e:
+        if isinstance(e, tf.errors.OpError):
+            raise
+        raise TensorFlowInvalidArgumentError(str(e)) from None

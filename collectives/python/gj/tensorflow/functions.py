@@ -2,7 +2,7 @@
 
 Objects travel as pickle bytes in a uint8 tensor (a tf.Tensor or tf.Variable inside them as its
 numpy value, which pickles without TensorFlow's help); broadcast_object / allgather_object run
-eagerly (as Horovod's do in TF2)."""
+on the host when called, in eager and graph mode alike."""
 
 import io
 import pickle
@@ -10,7 +10,7 @@ import pickle
 import numpy as np
 import tensorflow as tf
 
-from . import _basics, mpi_ops
+from . import _basics, _host, mpi_ops
 from ._basics import global_process_set
 
 
@@ -19,6 +19,16 @@ def broadcast_variables(variables, root_rank, process_set=global_process_set, in
     match across ranks). Returns the assign ops' results (a graph needs them run)."""
     variables = list(variables)
     return mpi_ops.broadcast_(variables, root_rank, process_set=process_set)
+
+
+def broadcast_global_variables(root_rank):
+    """Graph mode (tf.compat.v1): the op broadcasting every global variable from root_rank.
+    Eagerly there are no global variables: broadcast the model's and optimizer's variables with
+    broadcast_variables or BroadcastGlobalVariablesCallback, as Horovod says."""
+    if tf.executing_eagerly():
+        raise RuntimeError("broadcast_global_variables() does not support eager execution. Please use "
+                           "`hvd.broadcast_variables(<model/optimizer variables>)` instead.")
+    return broadcast_variables(tf.compat.v1.global_variables(), root_rank)
 
 
 class _Pickler(pickle.Pickler):
@@ -35,16 +45,19 @@ def _encode(obj):
 
 
 def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=global_process_set):
-    """root_rank's obj (any picklable object) on every rank of the set."""
-    _basics.comm_of(process_set, "broadcast_object")
+    """root_rank's obj (any picklable object) on every rank of the set. Runs when called, eagerly
+    and while a TF1 graph is being built alike (Horovod runs its graph in `session` there; the
+    bytes need no graph: session is accepted and unused)."""
+    what = "broadcast_object"
+    _basics.comm_of(process_set, what)
     root = _basics.rank() == root_rank
     payload = _encode(obj) if root else np.zeros(0, dtype=np.uint8)
-    length = mpi_ops.broadcast(tf.constant([payload.size], dtype=tf.int64), root_rank, name=name,
-                               process_set=process_set)
+    length = mpi_ops.on_host("broadcast", name, _host.broadcast, np.array([payload.size], dtype=np.int64),
+                             root_rank, process_set, what)
     if not root:
-        payload = np.zeros(int(length.numpy()[0]), dtype=np.uint8)
-    data = mpi_ops.broadcast(tf.constant(payload), root_rank, name=name, process_set=process_set)
-    return obj if root else pickle.loads(data.numpy().tobytes())
+        payload = np.zeros(int(length[0]), dtype=np.uint8)
+    data = mpi_ops.on_host("broadcast", name, _host.broadcast, payload, root_rank, process_set, what)
+    return obj if root else pickle.loads(data.tobytes())
 
 
 def broadcast_object_fn(root_rank=0, session=None, name=None, process_set=global_process_set):
@@ -55,13 +68,16 @@ def broadcast_object_fn(root_rank=0, session=None, name=None, process_set=global
 
 
 def allgather_object(obj, session=None, name=None, process_set=global_process_set):
-    """[obj of the set's rank 0, rank 1, ...] on every rank of the set."""
-    _basics.comm_of(process_set, "allgather_object")
+    """[obj of the set's rank 0, rank 1, ...] on every rank of the set (when called, eagerly or
+    while a TF1 graph is being built, as broadcast_object)."""
+    what = "allgather_object"
+    _basics.comm_of(process_set, what)
     payload = _encode(obj)
-    sizes = mpi_ops.allgather(tf.constant([payload.size], dtype=tf.int64), name=name, process_set=process_set)
-    data = mpi_ops.allgather(tf.constant(payload), name=name, process_set=process_set).numpy()
+    sizes = mpi_ops.on_host("allgather", name, _host.allgather, np.array([payload.size], dtype=np.int64),
+                            process_set, what)
+    data = mpi_ops.on_host("allgather", name, _host.allgather, payload, process_set, what)
     out, offset = [], 0
-    for n in sizes.numpy().tolist():
+    for n in sizes.tolist():
         out.append(pickle.loads(data[offset:offset + n].tobytes()))
         offset += n
     return out

@@ -11,32 +11,42 @@ from .compression import Compression
 from .gradients import allreduce_gradients
 
 
+def _source_key(source):
+    """A hashable identity of a gradient source: a tf.Variable's ref(), a Keras 3 Variable's (which
+    has no ref()) through the tf.Variable it holds, so either spelling of one variable matches."""
+    if hasattr(source, "ref"):
+        return source.ref()
+    inner = getattr(source, "value", None)
+    if hasattr(inner, "ref"):
+        return inner.ref()
+    return id(source)
+
+
 class _DistributedMixin:
     def register_local_source(self, source):
-        """source (a tf.Variable) keeps its local gradient: no allreduce."""
-        self._gj_local.add(source.ref())
+        """source (a tf.Variable or Keras Variable) keeps its local gradient: no allreduce."""
+        self._gj_local.add(_source_key(source))
+
+    def get_local_and_global_gradients(self, target, sources, output_gradients=None):
+        """gradient()'s results split as Horovod's: ([(local source, its gradient)], [(other
+        source, its reduced gradient)])."""
+        grads = tf.nest.flatten(self.gradient(target, sources, output_gradients))
+        local, shared = [], []
+        for source, grad in zip(tf.nest.flatten(sources), grads):
+            (local if _source_key(source) in self._gj_local else shared).append((source, grad))
+        return local, shared
 
     def gradient(self, target, sources, output_gradients=None, use_generic_names=False, **kwargs):
         grads = super().gradient(target, sources, output_gradients, **kwargs)
         flat_sources = tf.nest.flatten(sources)
         flat = list(tf.nest.flatten(grads))  # None and IndexedSlices stay leaves
         cfg = self._gj_config
-        ps = cfg["process_set"]
-        glob = [i for i, s in enumerate(flat_sources) if not (hasattr(s, "ref") and s.ref() in self._gj_local)]
-        reduced = allreduce_gradients([flat[i] for i in glob], op=cfg["op"], compression=cfg["compression"],
-                                      sparse_as_dense=cfg["sparse_as_dense"],
-                                      gradient_predivide_factor=cfg["gradient_predivide_factor"], process_set=ps)
-        out = list(flat)
-        for i, g in zip(glob, reduced):
-            out[i] = g
-        if cfg["scale_local_gradients"] and len(glob) != len(flat):
-            n = float(ps.size())
-            for i in set(range(len(flat))) - set(glob):
-                g = out[i]
-                if isinstance(g, tf.IndexedSlices):
-                    out[i] = tf.IndexedSlices(g.values / n, g.indices, g.dense_shape)
-                elif g is not None:
-                    out[i] = g / n
+        local = [i for i, s in enumerate(flat_sources) if _source_key(s) in self._gj_local]
+        out = allreduce_gradients(flat, op=cfg["op"], compression=cfg["compression"],
+                                  sparse_as_dense=cfg["sparse_as_dense"],
+                                  gradient_predivide_factor=cfg["gradient_predivide_factor"],
+                                  process_set=cfg["process_set"], local=local,
+                                  scale_local_gradients=cfg["scale_local_gradients"])
         return tf.nest.pack_sequence_as(grads, out)
 
 

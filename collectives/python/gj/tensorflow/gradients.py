@@ -22,22 +22,43 @@ def scale_factors(op, gradient_predivide_factor):
 
 
 def allreduce_gradients(grads, op=mpi_ops.Average, compression=Compression.none, sparse_as_dense=False,
-                        gradient_predivide_factor=1.0, process_set=global_process_set, name=None):
+                        gradient_predivide_factor=1.0, process_set=global_process_set, name=None, local=(),
+                        scale_local_gradients=True, groups=None):
     """grads (a list; entries may be None or tf.IndexedSlices) reduced across the process set:
-    a list of the same length and order."""
+    a list of the same length and order. On a rank outside the process set they come back
+    unchanged (Horovod's: the set's ranks average among themselves, the others keep theirs).
+    local: positions whose gradients stay this rank's (divided by the set's size when
+    scale_local_gradients); groups: None (every dense gradient in one grouped call) or a function
+    from the dense positions to the lists of positions reduced together, one grouped call each."""
     grads = list(grads)
+    ps = mpi_ops._ps(process_set, "allreduce_gradients")
+    if not ps.included():
+        return grads
     pre, post = scale_factors(op, gradient_predivide_factor)
+    local = set(local)
+    reduced_at = [i for i, g in enumerate(grads) if g is not None and i not in local]
     if sparse_as_dense:
-        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
-    dense = [i for i, g in enumerate(grads) if g is not None and not isinstance(g, tf.IndexedSlices)]
+        for i in reduced_at:
+            if isinstance(grads[i], tf.IndexedSlices):
+                grads[i] = tf.convert_to_tensor(grads[i])
+    dense = [i for i in reduced_at if not isinstance(grads[i], tf.IndexedSlices)]
     out = list(grads)
-    if dense:
-        reduced = mpi_ops.grouped_allreduce([grads[i] for i in dense], op=op, compression=compression,
-                                            prescale_factor=pre, postscale_factor=post, process_set=process_set,
+    for group in ([dense] if groups is None else groups(dense)) if dense else []:
+        reduced = mpi_ops.grouped_allreduce([grads[i] for i in group], op=op, compression=compression,
+                                            prescale_factor=pre, postscale_factor=post, process_set=ps,
                                             name=name)
-        for i, g in zip(dense, reduced):
+        for i, g in zip(group, reduced):
             out[i] = g
-    for i, g in enumerate(grads):
-        if isinstance(g, tf.IndexedSlices):
-            out[i] = mpi_ops.allreduce(g, op=op, compression=compression, process_set=process_set)
+    for i in reduced_at:
+        if isinstance(grads[i], tf.IndexedSlices):
+            out[i] = mpi_ops.allreduce(grads[i], op=op, compression=compression, prescale_factor=pre,
+                                       postscale_factor=post, process_set=ps)
+    if scale_local_gradients and local:
+        n = float(ps.size())
+        for i in local:
+            g = out[i]
+            if isinstance(g, tf.IndexedSlices):
+                out[i] = tf.IndexedSlices(g.values / n, g.indices, g.dense_shape)
+            elif g is not None:
+                out[i] = g / n
     return out

@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from ..common import timeline as _timeline
 from ..common.exceptions import HorovodInternalError
-from . import _basics, _host
+from . import _basics, _host, _status_op
 from .exceptions import TensorFlowHorovodInternalError, translated
 from ._basics import global_process_set
 from .compression import Compression
@@ -69,19 +69,48 @@ def check_dtype(t, what, reduce, argument="tensor"):
         raise TypeError(f"{what}: {argument} has dtype {name}, which gj cannot move (numeric and bool tensors only)")
 
 
+def on_host(operation, name, body, *arrays):
+    """body(*arrays) now, on numpy arrays: the timeline's name for it, gj's errors as TensorFlow's."""
+    with _timeline.naming(operation, name):
+        return translated(body, *arrays)
+
+
 def _call(what, operation, name, body, inputs, touts):
     """body(*numpy arrays) -> list of numpy arrays, run eagerly or as one numpy_function."""
     def named_body(*arrays):
-        with _timeline.naming(operation, name):
-            return translated(body, *arrays)
+        return on_host(operation, name, body, *arrays)
 
     if tf.executing_eagerly():
         outs = named_body(*[t.numpy() for t in inputs])
         return [tf.convert_to_tensor(o, dtype=d) for o, d in zip(outs, touts)]
     _refuse_xla(what)
     _basics.require_init(what)
-    return _in_order(lambda: tf.numpy_function(named_body, list(inputs), list(touts), stateful=True,
-                                               name=f"Gj{operation.title().replace('_', '')}_{next(_names)}"))
+    op_name = f"Gj{operation.title().replace('_', '')}_{next(_names)}"
+    status = _status_op.module()
+    if status is None:
+        def noted_body(*arrays):
+            try:
+                return named_body(*arrays)
+            except HorovodInternalError as e:
+                raise TensorFlowHorovodInternalError.of(e).noted(_status_op.missing()) from None
+        return _in_order(lambda: tf.numpy_function(noted_body, list(inputs), list(touts), stateful=True,
+                                                   name=op_name))
+
+    def status_body(*arrays):
+        """The outputs and (0, b""), or empty outputs and the error's TensorFlow code and message."""
+        try:
+            return list(named_body(*arrays)) + [np.int32(0), b""]
+        except HorovodInternalError as e:
+            code, message = tf.errors.FAILED_PRECONDITION, str(e)
+        except ValueError as e:
+            code, message = tf.errors.INVALID_ARGUMENT, str(e)
+        return [np.zeros(0, dtype=t.as_numpy_dtype) for t in touts] + [np.int32(code), message.encode()]
+
+    def make():
+        outs = tf.numpy_function(status_body, list(inputs), list(touts) + [tf.int32, tf.string], stateful=True,
+                                 name=op_name)
+        return status.gj_status(outs[-2], outs[-1], outs[:-2], name=f"{op_name}_status")
+    return _in_order(make)
 
 
 def _in_order(make):

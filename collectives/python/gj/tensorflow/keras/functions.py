@@ -4,6 +4,7 @@ anything tf.constant takes, broadcast_global_variables, load_model."""
 import tensorflow as tf
 
 import gj.tensorflow as hvd
+from gj.tensorflow.functions import broadcast_global_variables  # noqa: F401 (Horovod's keras name)
 
 from . import _backend
 from .optimizer import is_distributed, make_settings, wrap_in_place
@@ -36,16 +37,6 @@ def broadcast(value, root_rank, name=None):
 def reducescatter(value, name=None, op=None):
     """This rank's part of the reduction (op Average by default) of `value` over all ranks."""
     return hvd.reducescatter(tf.constant(value, name=name), op=hvd.Average if op is None else op)
-
-
-def broadcast_global_variables(root_rank):
-    """Graph mode (tf.compat.v1): the op broadcasting every global variable from root_rank.
-    Eagerly there are no global variables: broadcast the model's and optimizer's variables with
-    gj.tensorflow.broadcast_variables or BroadcastGlobalVariablesCallback, as Horovod says."""
-    if tf.executing_eagerly():
-        raise RuntimeError("broadcast_global_variables() does not support eager execution. Please use "
-                           "`hvd.broadcast_variables(<model/optimizer variables>)` instead.")
-    return hvd.broadcast_variables(tf.compat.v1.global_variables(), root_rank)
 
 
 def load_model(filepath, custom_optimizers=None, custom_objects=None, compression=None, legacy_opts=False):

@@ -27,6 +27,8 @@ import tensorflow as tf
 
 from . import _backend
 import gj.tensorflow as hvd
+from gj.tensorflow.gradient_tape import _source_key as _key
+from gj.tensorflow.gradients import allreduce_gradients
 
 
 class _Settings:
@@ -38,11 +40,8 @@ class _Settings:
         self.compression = compression
         self.sparse_as_dense = sparse_as_dense
         self.op = op
-        if op == hvd.Average:
-            # Horovod splits the average around the sum: x / f before, * f / size after.
-            self.prescale, self.postscale = 1.0 / gradient_predivide_factor, gradient_predivide_factor
-        else:
-            self.prescale, self.postscale = 1.0, 1.0
+        # Horovod splits the average around the sum: x / f before, * f / size after (op Average only).
+        self.predivide = gradient_predivide_factor if op == hvd.Average else 1.0
         self.passes = passes
         self.average_aggregated_gradients = average_aggregated_gradients
         self.groups = groups
@@ -53,11 +52,6 @@ class _Settings:
         # step (outside any tf.function through init_scope), one per gradient position.
         self.counter = None
         self.accumulated = None
-
-
-def _key(variable):
-    """A hashable identity of a variable: tf.Variable.ref(); a Keras 3 Variable (no ref()) by id."""
-    return variable.ref() if hasattr(variable, "ref") else id(variable)
 
 
 def _split_even(items, n):
@@ -73,35 +67,11 @@ class _Reducer:
         s = self._gj
         grads = list(grads)
         refs = [_key(v) for v in variables] if variables is not None else [None] * len(grads)
-        dense, sparse = [], []
-        for i, g in enumerate(grads):
-            if g is None or (refs[i] is not None and refs[i] in s.local_vars):
-                continue
-            if isinstance(g, tf.IndexedSlices):
-                if s.sparse_as_dense:
-                    grads[i] = tf.convert_to_tensor(g)
-                    dense.append(i)
-                else:
-                    sparse.append(i)
-            else:
-                dense.append(i)
-        for group in self._gj_groups(dense, variables):
-            reduced = hvd.grouped_allreduce([grads[i] for i in group], compression=s.compression, op=s.op,
-                                            prescale_factor=s.prescale, postscale_factor=s.postscale,
-                                            process_set=s.process_set)
-            for i, r in zip(group, reduced):
-                grads[i] = r
-        for i in sparse:
-            grads[i] = hvd.allreduce(grads[i], compression=s.compression, op=s.op,
-                                     prescale_factor=s.prescale, postscale_factor=s.postscale,
-                                     process_set=s.process_set)
-        if s.scale_local_gradients and s.local_vars:
-            n = float(s.process_set.size())
-            for i, g in enumerate(grads):
-                if g is not None and refs[i] in s.local_vars:
-                    grads[i] = (tf.IndexedSlices(g.values / n, g.indices, g.dense_shape)
-                                if isinstance(g, tf.IndexedSlices) else g / n)
-        return grads
+        local = [i for i, ref in enumerate(refs) if ref is not None and ref in s.local_vars]
+        return allreduce_gradients(grads, op=s.op, compression=s.compression, sparse_as_dense=s.sparse_as_dense,
+                                   gradient_predivide_factor=s.predivide, process_set=s.process_set, local=local,
+                                   scale_local_gradients=s.scale_local_gradients,
+                                   groups=lambda dense: self._gj_groups(dense, variables))
 
     def _gj_groups(self, dense, variables):
         groups = self._gj.groups
