@@ -130,6 +130,63 @@ def test_backward_passes_per_step(average_aggregated):
     assert same_on_all_ranks(model.get_weights())
 
 
+@pytest.mark.skipif(KERAS3, reason="Horovod's _compute_gradients hook is Keras 2's (Keras 3 optimizers have none)")
+@pytest.mark.parametrize("in_function", [False, True])
+def test_compute_gradients_hook_reduces_once(in_function):
+    """Horovod's Keras 2 hook: _compute_gradients returns the reduced gradients and the
+    apply_gradients that gets them does not reduce them again (op=Sum makes a second reduction
+    visible: it would multiply by the size), eagerly and inside tf.function."""
+    lr = 0.1
+    model = linear_model()
+    opt = hvd.DistributedOptimizer(sgd(lr), op=hvd.Sum)
+    x, y = batch(hvd.rank())
+    w0 = model.get_weights()
+
+    def loss():
+        return tf.reduce_mean(tf.square(model(x) - y))
+
+    def step():
+        pairs = opt._compute_gradients(loss, model.trainable_variables)
+        opt.apply_gradients(pairs)
+        return [g for g, _ in pairs]
+
+    reduced = tf.function(step)() if in_function else step()
+    per_rank = [grads_at(linear_model(), *batch(r)) for r in range(hvd.size())]
+    for i, (got, w) in enumerate(zip(model.get_weights(), w0)):
+        want = np.sum([p[i] for p in per_rank], axis=0)
+        np.testing.assert_allclose(np.asarray(reduced[i]), want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got, w - lr * want, rtol=1e-5, atol=1e-6)
+    assert opt._agg_helper is None  # Horovod's: no aggregation state at one pass per step
+
+
+@pytest.mark.skipif(KERAS3, reason="Horovod's _compute_gradients hook is Keras 2's (Keras 3 optimizers have none)")
+def test_compute_gradients_hook_with_backward_passes_counts_passes():
+    """With backward_passes_per_step > 1 the hook returns this pass's local gradients and
+    apply_gradients accumulates them; _agg_helper.counter is the passes since the last reduction."""
+    passes = 2
+    model = linear_model()
+    opt = hvd.DistributedOptimizer(sgd(0.1), backward_passes_per_step=passes)
+    x, y = batch(hvd.rank())
+    w0 = model.get_weights()
+    local = grads_at(model, x, y)
+
+    def loss():
+        return tf.reduce_mean(tf.square(model(x) - y))
+
+    pairs = opt._compute_gradients(loss, model.trainable_variables)
+    for (g, _), want in zip(pairs, local):
+        np.testing.assert_allclose(np.asarray(g), want, rtol=1e-5, atol=1e-6)
+    opt.apply_gradients(pairs)
+    assert int(opt._agg_helper.counter.numpy()) == 1
+    for got, want in zip(model.get_weights(), w0):
+        np.testing.assert_array_equal(got, want)  # pass 1 of 2: nothing applied
+    opt.apply_gradients(opt._compute_gradients(loss, model.trainable_variables))
+    assert int(opt._agg_helper.counter.numpy()) == 0
+    assert int(opt.iterations.numpy()) == passes
+    assert same_on_all_ranks(model.get_weights())
+    assert not all(np.array_equal(a, b) for a, b in zip(model.get_weights(), w0))
+
+
 def test_gradient_predivide_factor_gives_the_average():
     model, reference = linear_model(), linear_model()
     model.compile(optimizer=hvd.DistributedOptimizer(sgd(0.1), gradient_predivide_factor=2.0), loss="mse")

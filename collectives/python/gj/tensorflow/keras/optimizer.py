@@ -51,6 +51,9 @@ class _Settings:
         # backward_passes_per_step > 1: the local sums and the pass counter, created at the first
         # step (outside any tf.function through init_scope), one per gradient position.
         self.counter = None
+        # The gradients _compute_gradients returned already reduced, by id; holding them keeps
+        # the ids from being reused until apply_gradients takes them.
+        self.reduced = {}
         self.accumulated = None
 
 
@@ -92,6 +95,13 @@ class _Reducer:
                 out.append(sorted(members))
         out.extend([i] for i in sorted(position.values()))
         return out
+
+    @property
+    def _agg_helper(self):
+        """Horovod's name for the backward-pass aggregation state (scripts and Horovod's tests
+        read its `counter`: passes since the last reduction); None when backward_passes_per_step
+        is 1, as in Horovod."""
+        return None if self._gj.passes == 1 else self._gj
 
     def register_local_var(self, var):
         """Horovod's: the gradient of `var` stays local (not reduced; divided by the process
@@ -165,10 +175,35 @@ class _Keras3(_Reducer):
 
 
 class _Keras2(_Reducer):
+    def _compute_gradients(self, loss, var_list, grad_loss=None, tape=None):
+        """Horovod's private hook, which scripts written for Keras 2 call before apply_gradients:
+        the gradients of `loss`, reduced across ranks when backward_passes_per_step is 1 (the
+        apply_gradients that gets them does not reduce them again); with more passes this
+        pass's local gradients, which apply_gradients accumulates and reduces on the last pass."""
+        base = super()
+        if hasattr(base, "_compute_gradients"):  # tf_keras.optimizers.legacy
+            pairs = base._compute_gradients(loss, var_list, grad_loss=grad_loss, tape=tape)
+        elif grad_loss is not None:
+            raise ValueError("DistributedOptimizer._compute_gradients: grad_loss={!r} needs a legacy Keras 2 "
+                             "optimizer (tf.keras.optimizers.legacy.*); {} takes none"
+                             .format(grad_loss, type(self).__name__))
+        else:
+            pairs = base.compute_gradients(loss, var_list, tape=tape)
+        pairs = list(pairs)
+        if self._gj.passes != 1:
+            return pairs
+        variables = [v for _, v in pairs]
+        reduced = self._gj_reduce([g for g, _ in pairs], variables)
+        self._gj.reduced = {id(g): g for g in reduced if g is not None}
+        return list(zip(reduced, variables))
+
     def apply_gradients(self, grads_and_vars, *args, **kwargs):
         pairs = list(grads_and_vars)
         grads = [g for g, _ in pairs]
         variables = [v for _, v in pairs]
+        reduced, self._gj.reduced = self._gj.reduced, {}
+        if reduced and all(id(g) in reduced for g in grads if g is not None):
+            return super().apply_gradients(pairs, *args, **kwargs)  # _compute_gradients reduced them
         if self._gj.passes == 1:
             return super().apply_gradients(list(zip(self._gj_reduce(grads, variables), variables)), *args, **kwargs)
         sums, last = self._gj_accumulate(grads)
