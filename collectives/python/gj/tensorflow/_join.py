@@ -11,8 +11,7 @@ join (the highest of those that joined in the final round), the same on every ra
 import numpy as np
 
 from ..common import agreement
-from ..common import control as _control, state, timeline as _timeline
-from ..common.exceptions import translated
+from ..common.join import until_all_joined
 from ..common.process_sets import comm_of, global_process_set
 from ._host import REDUCIBLE
 
@@ -66,24 +65,4 @@ def join():
 
 def _join():
     comm = comm_of(global_process_set, "join")
-    presence = _control.Presence(comm)
-    try:
-        slot = agreement.JOINING
-        n = agreement.HEADER + comm.size
-        while True:
-            vec = agreement._record(comm, None, 0, False, None, slot)
-            with state.waiting("join"):
-                with _timeline.negotiation():
-                    translated(agreement._issue, comm, vec, n, False, False)
-            out = agreement.Outcome(vec, comm.size)
-            slot = agreement.JOINED
-            if out.kind == 0:
-                last = max(out.joining())
-                break
-            with state.waiting("join"):
-                translated(_mirror, comm, out)
-        presence.wait()
-    except BaseException:
-        presence.abandon()
-        raise
-    return global_process_set.ranks[last]
+    return global_process_set.ranks[until_all_joined(comm, _mirror)]

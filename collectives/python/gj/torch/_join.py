@@ -30,7 +30,8 @@ import torch
 
 from .. import _lib
 from ..common import agreement
-from ..common import control as _control, timeline as _timeline
+from ..common.join import until_all_joined
+from ..common import timeline as _timeline
 from . import _basics
 from ..common.exceptions import HorovodInternalError, translated
 
@@ -205,29 +206,4 @@ def join(device=-1):
         opt = ref()
         if opt is not None and opt._gj_join_step is not None:
             _run_own_step(opt)
-    presence = _control.Presence(comm)  # the other ranks' barriers complete with this rank
-    try:
-        last = _mirror_until_all_joined(comm, device)
-        presence.wait()
-    except BaseException:
-        presence.abandon()
-        raise
-    return _basics.global_process_set.ranks[last]
-
-
-def _mirror_until_all_joined(comm, device):
-    """Takes part in the other ranks' collectives until the record in which every rank is
-    inside join(); returns the set rank that joined last."""
-    slot = agreement.JOINING
-    n = agreement.HEADER + comm.size
-    while True:
-        vec = agreement._record(comm, None, 0, False, None, slot)
-        with _basics.waiting("join"):
-            with _timeline.negotiation():
-                translated(agreement._issue, comm, vec, n, False, False)
-        out = agreement.Outcome(vec, comm.size)
-        slot = agreement.JOINED
-        if out.kind == 0:  # every rank is inside join()
-            return max(out.joining())
-        with _basics.waiting("join"):
-            translated(_mirror, comm, out, device)
+    return _basics.global_process_set.ranks[until_all_joined(comm, lambda c, out: _mirror(c, out, device))]
