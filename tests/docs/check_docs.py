@@ -8,7 +8,7 @@ drift silently:
   ctest     every ctest selection a doc gives as a command (`ctest ... -R X -L Y`, and the
             current stage's GJ_CURRENT_TESTS='X') selects at least one test of BUILD
             (`ctest -N`); a selection of an area this build did not register at all (no CUDA,
-            no torch) is reported and not counted;
+            no torch, no benchmarks) is reported and not counted;
   defaults  every GJ_* variable a doc gives a default for (a table with a "default" column,
             or "`GJ_X` (default Y)") has the default of the one table that defines it:
             collectives/src/config.h (the GJ_COLL_* comments) and agent/src/settings.cpp
@@ -35,8 +35,8 @@ EXTERNAL = {"include/nccl.h", "examples/pytorch", "examples/tensorflow2"}
 OUTPUT_FOLDERS = ("build/", "build-")
 TOP = {e for e in os.listdir(REPO) if not e.startswith(".") or e == ".ci"}
 # Areas a build may leave out (a configuration without CUDA, a machine without torch or
-# TensorFlow): their selections can be empty there.
-OPTIONAL_AREAS = ("gpu", "cuda", "torch", "tensorflow", "tf", "gpu-real", "impi", "deb")
+# TensorFlow, GJ_BUILD_BENCH=OFF as in the hardening build): their selections can be empty there.
+OPTIONAL_AREAS = ("gpu", "cuda", "torch", "tensorflow", "tf", "gpu-real", "impi", "deb", "bench")
 PATH_CHARS = re.compile(r"^[A-Za-z0-9_.\-/{},*+]+$")
 FILE_SUFFIXES = (".md", ".cpp", ".h", ".hpp", ".c", ".py", ".sh", ".cmake", ".txt", ".json", ".yaml", ".in",
                  ".cu", ".toml", ".cfg")
