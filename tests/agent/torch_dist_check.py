@@ -8,6 +8,7 @@ Prints "TORCHDIST ok ..." per rank, or "TORCHDIST FAIL ..." and exits 1."""
 import os
 import socket
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -71,7 +72,30 @@ def main():
     dist.barrier()
     print(f"TORCHDIST ok rank={rank}/{size} host={socket.gethostname()} local={local}/{local_size} group={group} "
           f"master={os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']} threads={torch.get_num_threads()}", flush=True)
+    leave_together(rank, size)
+
+
+def leave_together(rank, size):
+    """Destroys the process group, then leaves only once every rank has destroyed its own: a rank
+    whose gloo peers exit while its process group is still alive can abort in torch's teardown
+    (std::terminate in a c10d thread, seen once with Debian 13's torch 2.6), which is torch's and
+    not what this program checks. The fence is the TCP store rank 0 serves (kept alive by this
+    reference); rank 0 leaves last, after every other rank has stopped asking it."""
+    from torch.distributed import distributed_c10d
+    store = distributed_c10d._get_default_store()
     dist.destroy_process_group()
+
+    def count_until(key, want):
+        store.add(key, 1)
+        while int(store.add(key, 0)) < want:
+            time.sleep(0.01)
+
+    count_until("torch_dist_check.destroyed", size)
+    if rank != 0:
+        store.add("torch_dist_check.left", 1)
+    else:
+        while int(store.add("torch_dist_check.left", 0)) < size - 1:
+            time.sleep(0.01)
 
 
 if __name__ == "__main__":
