@@ -5,8 +5,6 @@
 //   - the string matchers moved from Catch:: to Catch::Matchers::, Contains became
 //     ContainsSubstring;
 //   - Approx left the global namespace;
-//   - CATCH_CONFIG_MAIN no longer defines main() (v3 ships it in Catch2::Catch2WithMain):
-//     the same main() is defined here in the one file that asks for it.
 #pragma once
 #include <catch2/catch_all.hpp>
 
@@ -22,7 +20,3 @@ inline Matchers::StringContainsMatcher Contains(const std::string& needle,
 }
 }  // namespace Catch
 using Catch::Approx;
-
-#ifdef CATCH_CONFIG_MAIN
-int main(int argc, char* argv[]) { return Catch::Session().run(argc, argv); }
-#endif
