@@ -1,7 +1,8 @@
 """barrier() and in-flight calls, as in Horovod, at 2 and 3 ranks: a barrier does not wait for a
 nonblocking call that only some ranks have issued (the others issue it after the barrier), it
-does wait for those every rank issued before it, a name is free again once its operation has
-completed, and allgather_async returns before the other ranks reach the allgather."""
+does wait for those every rank issued before it, a name is free again once this rank has seen
+its operation complete (synchronize, poll, barrier) and not before, and allgather_async returns
+before the other ranks reach the allgather."""
 
 import pytest
 import torch
@@ -58,6 +59,32 @@ def test_a_barrier_completes_the_calls_every_rank_issued_before_it(world, kind):
     again, _ = issue(kind, r, f"before {kind}")
     assert torch.equal(hvd.synchronize(again), want(n))
     assert torch.equal(hvd.synchronize(handle), want(n))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_name_is_taken_until_this_rank_has_seen_its_operation_complete(world, kind):
+    # Horovod's duplicate-name tests: the last rank issues its call after the others wait in
+    # theirs, so it can complete at once; a second call of the name right after it is refused
+    # all the same (the first is neither synchronized nor polled), every time.
+    from gj.common import handles  # the library's view: whether the requests have ended
+
+    r, n = world
+    last = r == n - 1
+    if not last:
+        first, want = issue(kind, r, f"dup {kind}")
+    hvd.barrier()
+    if last:
+        first, want = issue(kind, r, f"dup {kind}")
+        while not handles._completed(first):  # completed, not yet seen by the caller
+            pass
+        with pytest.raises(ValueError, match="neither synchronized nor polled complete"):
+            issue(kind, r, f"dup {kind}")
+        assert hvd.poll(first)  # seen: the name is free
+    # The others have not polled theirs: the barrier, after the operation completed, frees it.
+    hvd.barrier()
+    again, _ = issue(kind, r, f"dup {kind}")
+    assert torch.equal(hvd.synchronize(again), want(n))
+    assert torch.equal(hvd.synchronize(first), want(n))
 
 
 def test_allgather_async_returns_before_the_others_reach_it(world):

@@ -1,8 +1,17 @@
 """Handles of nonblocking operations (Horovod's poll/synchronize) and the names of the
 operations in flight: a handle maps to the library requests of one operation and the function
-that returns its result. As in Horovod, a named operation's name is taken until the operation
-completes: a second operation of that name while the first runs is refused on its rank, and
-the name is free again once the first has completed, synchronized or not.
+that returns its result. As in Horovod, a named operation's name is taken while the operation is
+in flight: a second operation of that name is refused on its rank. The name is free again once
+this rank has seen the first complete: synchronize, a poll that returned True, or a barrier
+(which every operation issued before it on every rank has completed).
+
+Why seen, not merely completed: Horovod negotiates every operation in its background cycle, so
+a call is still in flight microseconds after it was issued, even when every other rank is
+already waiting in it; gj starts it at once, and on such a rank it can complete before the
+caller's next line. Freeing the name at completion would make "a second call of that name right
+after the first" an error or a second collective depending on timing (Horovod's
+test_horovod_broadcast_duplicate_name_error lost step that way on a loaded machine); freeing it
+when the caller has seen the completion is the same answer every time.
 """
 
 import itertools
@@ -14,10 +23,11 @@ from .exceptions import HorovodInternalError
 
 
 class _Handle:
-    __slots__ = ("requests", "finish", "keep", "name")
+    __slots__ = ("requests", "finish", "keep", "name", "seen_complete")
 
     def __init__(self, requests, finish, keep, name):
         self.requests, self.finish, self.keep, self.name = requests, finish, keep, name
+        self.seen_complete = False  # poll returned True, or a barrier came after it completed
 
 
 _handles = {}
@@ -32,9 +42,11 @@ def _claim_name(name, process_set, what):
         return None
     key = ((process_set or global_process_set).process_set_id, str(name))
     holder = _names_in_flight.get(key)
-    if holder is not None and not _completed(holder):
+    h = _handles.get(holder)
+    if h is not None and not h.seen_complete:
         raise ValueError(f"{what}: name={name!r} is the name of an operation still in flight in this "
-                         f"process set (handle {holder}); synchronize it first or pick another name")
+                         f"process set (handle {holder}: neither synchronized nor polled complete); "
+                         "synchronize it first or pick another name")
     return key
 
 
@@ -42,6 +54,13 @@ def _completed(handle):
     """Whether the operation of handle has ended (a failure ends it too: synchronize reports it)."""
     h = _handles.get(handle)
     return h is None or all(_control.completed(r) for r in h.requests)
+
+
+def note_barrier():
+    """After a barrier: the operations that have completed are seen complete (their names free)."""
+    for handle, h in _handles.items():
+        if not h.seen_complete and _completed(handle):
+            h.seen_complete = True
 
 
 def _new_handle(requests, finish, keep=(), name=None):
@@ -76,9 +95,11 @@ def poll(handle):
     """True when the operation of handle has completed (synchronize will not block)."""
     h = _get(handle, "poll")
     try:
-        return all(r.test() for r in h.requests)
+        done = all(r.test() for r in h.requests)
     except GjError as e:
         raise HorovodInternalError.wrap(e) from None
+    h.seen_complete = h.seen_complete or done
+    return done
 
 
 def synchronize(handle):

@@ -3,7 +3,8 @@
 Every rank must issue the collectives of one process set in the same order (the library runs
 them in issue order; there is no name-based negotiation as in Horovod). `name=` names an
 operation in flight: a second nonblocking operation with a name already in flight in the same
-process set raises ValueError on the rank that issues it, as Horovod does. Mismatches raise
+process set raises ValueError on the rank that issues it, as Horovod does (in flight until this
+rank has seen it complete: gj/common/handles.py). Mismatches raise
 HorovodInternalError (a RuntimeError) on every rank instead of hanging:
 - a blocking call first agrees on a signature (operation, dtype, shape, op, root, factors) with
   one small allreduce, and raises on every rank when any rank differs;
@@ -24,7 +25,8 @@ from . import _basics, _join, _late_allgather, _streams
 from ..common import timeline as _timeline
 from ..common.agreement import Wire, agree, start as _start
 from ._basics import global_process_set
-from ..common.handles import _claim_name, _handles, _new_handle, _pop, poll, synchronize  # noqa: F401 (poll: API)
+from ..common.handles import (_claim_name, _handles, _new_handle, _pop, note_barrier as _note_barrier,  # noqa: F401
+                              poll, synchronize)  # (poll: API)
 from ._tensor import check_tensor, ptr, require_contiguous, same_device, stream
 from .compression import Compression
 from ..common.exceptions import HorovodInternalError, translated as _call
@@ -607,6 +609,7 @@ def barrier(process_set=global_process_set):
     every rank issued before it have completed; as Horovod's, it does not wait for a call only
     some ranks issued (gj/common/control.py). A rank inside join() takes part."""
     _control.barrier(_comm(process_set, "barrier"))
+    _note_barrier()  # what completed before it is seen complete: its names are free
 
 
 def join(device=-1):
