@@ -1,14 +1,17 @@
-// Allgather and reduce-scatter benchmark in the nccl-tests format: gjAllGather against
-// MPI_Allgatherv and gjReduceScatter against MPI_Reduce_scatter on the same host buffers,
-// runs alternating, sizes min..max bytes (x2 steps; size = the whole gathered buffer / the
-// whole reduce-scatter input, as nccl-tests counts it).
+// Allgather, reduce-scatter and broadcast benchmark in the nccl-tests format: gjAllGather
+// against MPI_Allgatherv, gjReduceScatter against MPI_Reduce_scatter and gjBroadcast (root 0)
+// against MPI_Bcast on the same host buffers, runs alternating, sizes min..max bytes (x2
+// steps; size = the whole gathered buffer / the whole reduce-scatter input / the broadcast
+// buffer, as nccl-tests counts it).
 //
-//   mpiexec --allow-run-as-root -np 2 build/bench/gj_collectives_bench [--ops allgather,reduce_scatter]
-//       [--types f32,bf16] [--minbytes 1K] [--maxbytes 64M] [--rounds 5] [--iters 0=auto]
+//   mpiexec --allow-run-as-root -np 2 build/bench/gj_collectives_bench
+//       [--ops allgather,reduce_scatter,broadcast] [--types f32,bf16] [--minbytes 1K] [--maxbytes 64M]
+//       [--rounds 5] [--iters 0=auto]
 //
 // time = the slowest rank's mean per call, best of `rounds` alternating batches;
-// algbw = size / time; busbw = algbw * (n-1)/n (both operations); #wrong = elements differing
-// from the exact result after the timed calls; ratio = MPI time / gj time (> 1: gj is faster).
+// algbw = size / time; busbw = algbw * (n-1)/n (allgather, reduce-scatter), algbw (broadcast);
+// #wrong = elements differing from the exact result after the timed calls; ratio = MPI time /
+// gj time (> 1: gj is faster).
 #include <mpi.h>
 
 #include <cstdio>
@@ -29,10 +32,10 @@ int main(int argc, char** argv) {
   gb::Sweep sweep;
   const bool ok = gb::read_options("gj_collectives_bench", mpi, argc, argv, [&](const gb::Args& args) {
     types = gb::parse_types("types", args.str("types", "f32,bf16"));
-    ops = gb::split_list(args.str("ops", "allgather,reduce_scatter"));
+    ops = gb::split_list(args.str("ops", "allgather,reduce_scatter,broadcast"));
     for (const std::string& s : ops) {
-      if (s != "allgather" && s != "reduce_scatter") {
-        throw std::invalid_argument("--ops: '" + s + "' is not one of allgather, reduce_scatter");
+      if (s != "allgather" && s != "reduce_scatter" && s != "broadcast") {
+        throw std::invalid_argument("--ops: '" + s + "' is not one of allgather, reduce_scatter, broadcast");
       }
     }
     sweep = gb::read_sweep(args, 1024, 64LL << 20);
@@ -49,7 +52,8 @@ int main(int argc, char** argv) {
   gb::VsMpiTable table(mpi.rank);
   const std::size_t n = static_cast<std::size_t>(mpi.nranks);
   for (const std::string& op : ops) {
-    const bool gather = op == "allgather";
+    const bool gather = op == "allgather", bcast = op == "broadcast";
+    const char* peer = gather ? "Allgatherv" : bcast ? "Bcast" : "Red_scat";
     for (const gb::ElemType& t : types) {
       const MPI_Datatype mpi_type = bf16.type_of(t.dtype);
       const MPI_Op mpi_op = bf16.sum_of(t.dtype);
@@ -58,7 +62,7 @@ int main(int argc, char** argv) {
       std::vector<unsigned char> recv(send.size());
       std::memset(recv.data(), 0, recv.size());
       table.header(gb::strf("%-14s %12s %12s %6s", "op", "size", "count", "type"),
-                   gb::strf("%-14s %12s %12s %6s", "", "(B)", "(elements)", ""), gather ? "Allgatherv" : "Red_scat");
+                   gb::strf("%-14s %12s %12s %6s", "", "(B)", "(elements)", ""), peer);
       for (std::size_t bytes = sweep.min_bytes; bytes <= sweep.max_bytes; bytes *= 2) {
         const std::size_t per = bytes / t.size / n;  // elements per rank
         if (per == 0) continue;
@@ -67,16 +71,23 @@ int main(int argc, char** argv) {
         const std::vector<int> icounts(n, static_cast<int>(per));
         std::vector<int> displs(n);
         for (std::size_t q = 0; q < n; ++q) displs[q] = static_cast<int>(q * per);
-        // Inputs: allgather sends `per` elements, reduce-scatter sends `total`.
+        // Inputs: allgather sends `per` elements, reduce-scatter sends `total`; broadcast's
+        // buffer (recv) is `total` elements, root 0's values, refilled before each batch.
         for (std::size_t i = 0; i < (gather ? per : total); ++i) {
           gb::store(t.dtype, send.data(), i, gb::input_value(mpi.rank, i));
         }
+        const auto reset = [&] {
+          if (bcast && mpi.rank == 0) std::memcpy(recv.data(), send.data(), total * t.size);
+          else std::memset(recv.data(), 0, (gather || bcast ? total : per) * t.size);
+        };
         const gb::VsMpi r = gb::time_vs_mpi(
             sweep.rounds, gb::iters_for(bytes, sweep.fixed_iters),
             [&] {
               if (gather) {
                 gb::check(gjAllGather(send.data(), recv.data(), per, t.dtype, comm.get(), nullptr), comm.get(),
                           "gjAllGather");
+              } else if (bcast) {
+                gb::check(gjBroadcast(recv.data(), total, t.dtype, 0, comm.get(), nullptr), comm.get(), "gjBroadcast");
               } else {
                 gb::check(gjReduceScatter(send.data(), recv.data(), counts.data(), t.dtype, gjSum, 1.0, 1.0,
                                           comm.get(), nullptr),
@@ -87,17 +98,21 @@ int main(int argc, char** argv) {
               if (gather) {
                 MPI_Allgatherv(send.data(), static_cast<int>(per), mpi_type, recv.data(), icounts.data(),
                                displs.data(), mpi_type, MPI_COMM_WORLD);
+              } else if (bcast) {
+                MPI_Bcast(recv.data(), static_cast<int>(total), mpi_type, 0, MPI_COMM_WORLD);
               } else {
                 MPI_Reduce_scatter(send.data(), recv.data(), icounts.data(), mpi_type, mpi_op, MPI_COMM_WORLD);
               }
             },
-            [&] { std::memset(recv.data(), 0, (gather ? total : per) * t.size); },
+            reset,
             [&] {
               long long w = 0;
               if (gather) {
                 for (std::size_t i = 0; i < total; ++i) {
                   w += gb::load(t.dtype, recv.data(), i) != gb::input_value(static_cast<int>(i / per), i % per);
                 }
+              } else if (bcast) {
+                for (std::size_t i = 0; i < total; ++i) w += gb::load(t.dtype, recv.data(), i) != gb::input_value(0, i);
               } else {
                 const std::size_t first = static_cast<std::size_t>(mpi.rank) * per;
                 for (std::size_t i = 0; i < per; ++i) {
@@ -107,7 +122,8 @@ int main(int argc, char** argv) {
               return gb::sum_over_ranks(w);
             });
         table.row(gb::strf("%-14s %12zu %12zu %6s", op.c_str(), total * t.size, total, t.name.c_str()),
-                  static_cast<double>(total * t.size), static_cast<double>(mpi.nranks - 1) / mpi.nranks, r);
+                  static_cast<double>(total * t.size), bcast ? 1.0 : static_cast<double>(mpi.nranks - 1) / mpi.nranks,
+                  r);
       }
     }
   }

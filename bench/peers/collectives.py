@@ -47,7 +47,7 @@ def main():
             runners = {"gj": lambda: ops[op](gj, x)}
             if hvd:
                 runners["horovod"] = lambda: ops[op](hvd, x)
-            outs = {k: fn() for k, fn in runners.items()}
+            outs = {k: peers.run(k, fn) for k, fn in runners.items()}
             if hvd and not torch.equal(outs["gj"], outs["horovod"]):
                 raise SystemExit(f"collectives.py: {op} at {n} bytes: gj and horovod results differ")
             t = peers.interleaved(runners, args.rounds, args.iters or peers.iters_for(n))

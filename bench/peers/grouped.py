@@ -37,7 +37,7 @@ def main():
         runners["horovod grouped"] = lambda: hvd.grouped_allreduce(grads, op=hvd.Sum)
     want = float(sum(range(1, gj.size() + 1)))
     for name, fn in runners.items():
-        if any(not bool((out == want).all()) for out in fn()):
+        if any(not bool((out == want).all()) for out in peers.run(name, fn)):
             raise SystemExit(f"grouped.py: {name} gave a wrong sum")
     t = peers.interleaved(runners, args.rounds, args.iters)
     if rank == 0:

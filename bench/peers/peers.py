@@ -5,7 +5,9 @@ controller) and torch DDP over gloo, and the interleaved timing every table uses
 Every program runs under mpiexec (or gj-mpirun). gj.torch is initialized first: it starts MPI
 (MPI_THREAD_MULTIPLE, which Horovod's MPI controller then finds) and carries the coordination
 (barriers, the slowest rank's times, the Gloo rendezvous port). Horovod is imported only when a
-program asks for it, so the programs run without it (their smoke tests do).
+program asks for it, so the programs run without it (their smoke tests do), and runs only while
+its own calls run (horovod_switch.py: its idle cycle would take the CPU from everything else):
+the programs call every peer through run() and interleaved().
 """
 
 import os
@@ -17,6 +19,7 @@ import torch
 
 import gj.torch as gj
 from bench_stats import median_ci
+from horovod_switch import HorovodSwitch
 
 CONTROLLERS = ("mpi", "gloo")
 
@@ -65,6 +68,10 @@ def _gloo_rendezvous():
     return server
 
 
+# Starts and stops Horovod around its own calls; set by init().
+switch = HorovodSwitch(None)
+
+
 def init(horovod=None):
     """Initializes gj.torch, and horovod.torch with controller `horovod` ("mpi", "gloo" or None:
     no Horovod). Returns the horovod.torch module or None."""
@@ -88,20 +95,31 @@ def init(horovod=None):
     if horovod == "mpi" and not hvd.mpi_enabled() or horovod == "gloo" and not hvd.gloo_enabled():
         raise RuntimeError(f"Horovod did not start its {horovod} controller (mpi_enabled={hvd.mpi_enabled()}, "
                            f"gloo_enabled={hvd.gloo_enabled()})")
+    global switch
+    switch = HorovodSwitch(hvd)
     return hvd
+
+
+def run(name, fn):
+    """fn() with Horovod running exactly when `name` is one of its modes ("horovod ...")."""
+    switch.before(name)
+    return fn()
 
 
 def interleaved(runners, rounds, iters):
     """Times each runner (name -> callable doing one operation) in `rounds` rounds; in a round
     every runner runs `iters` times in a row between barriers, the runners in an order that
-    rotates every round, so load drift and the runner just before favour none. Returns name ->
+    rotates every round, so load drift and the runner just before favour none; Horovod runs only
+    during its own runners' batches, each (re)start followed by one untimed call. Returns name ->
     list of per-call seconds per round, each the slowest rank's (identical on every rank)."""
     names = list(runners)
-    for fn in runners.values():  # warm-up: connections, buffers, Horovod's caches
-        fn()
+    for n, fn in runners.items():  # warm-up: connections, buffers, Horovod's caches
+        run(n, fn)
     t = {n: [0.0] * rounds for n in names}
     for r in range(rounds):
         for n in names[r % len(names):] + names[:r % len(names)]:
+            if switch.before(n):
+                runners[n]()
             gj.barrier()
             t0 = time.perf_counter()
             for _ in range(iters):

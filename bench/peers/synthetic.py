@@ -81,7 +81,9 @@ def main():
         print("|---|---|---|---|---|---|---|---|", flush=True)
     for name in models:
         for batch in batches:
-            r = timed(steppers(name, batch, args.image, hvd, rank), args.steps, args.warmup)
+            # Horovod's DistributedOptimizer is made while Horovod runs; then it runs only for its steps.
+            modes = peers.run("horovod", lambda: steppers(name, batch, args.image, hvd, rank))
+            r = timed(modes, args.steps, args.warmup, before=peers.switch.before)
             if rank == 0:
                 cell = lambda m: f"{r[m]['wall'] * 1e3:.0f} ({batch / r[m]['wall']:.1f})" if m in r else "n/a"  # noqa: E731
                 over = lambda m: (f"{r[m]['over'][0] * 1e3:.0f} [{r[m]['over'][1] * 1e3:.0f}, "  # noqa: E731

@@ -95,7 +95,7 @@ def make(model_name, rank, batch):
     return model, lambda m: m(inputs)
 
 
-def timed(steppers, steps, warmup, baseline="local"):
+def timed(steppers, steps, warmup, baseline="local", before=None):
     """Per mode: the median step time, and two overheads over the baseline, each the median
     over rounds of the mode's minus the baseline's value of the same round (with its 95 % CI):
     - "over": step time, the slowest rank's (the definition: step minus no-comm step);
@@ -110,15 +110,21 @@ def timed(steppers, steps, warmup, baseline="local"):
     one torch thread per rank it is the time communication took the rank's core (gj's
     progress thread, gloo's threads) or waited for a peer, measured without the compute.
     It misses what communication adds to the training thread's own CPU time (Python hooks,
-    cache misses after a switch)."""
+    cache misses after a switch).
+    before(mode), when given, runs before each of the mode's steps, untimed; when it returns
+    True the mode takes one more untimed step first (bench/peers: Horovod just started)."""
     modes = list(steppers)
     for _ in range(warmup):
-        for step in steppers.values():
+        for m, step in steppers.items():
+            if before:
+                before(m)
             step()
     wall = {m: [0.0] * steps for m in modes}
     off = {m: [0.0] * steps for m in modes}
     for k in range(steps):
         for m in modes[k % len(modes):] + modes[:k % len(modes)]:
+            if before and before(m):
+                steppers[m]()
             hvd.barrier()
             t0, c0 = time.perf_counter(), time.thread_time()
             steppers[m]()

@@ -50,7 +50,10 @@ esac
 # 127.0.0.2): Open MPI 5 then runs a daemon per "host", its shared-memory transport does not
 # join them and its TCP transport leaves loopback out, so MPI_Init fails ("unable to reach
 # each other"). The multi-host scenarios run the same path across real pods under Open MPI 5.
-exclude=${GJ_CURRENT_EXCLUDE:-'^agent\.example\.real_mpi_over_ssh$'}
+# The torch suites run at 2 ranks here: PyTorch 2.6 and Open MPI 5 meet the frontend at any
+# rank count, and the 3- and 4-rank runs (143 of the stage's 548 test-seconds in CI's run at
+# 98c6a88) take the same paths with more peers, which the Debian 12 stage runs.
+exclude=${GJ_CURRENT_EXCLUDE:-'^agent\.example\.real_mpi_over_ssh$|^torch\..*\.np[34]$'}
 
 stamp() { echo "== current stack [$(date -u +%H:%M:%S)] $*"; }
 

@@ -89,6 +89,10 @@ class HostBackend final : public Backend {
       hierarchy_->broadcast(buf, bytes, root);
       return;
     }
+    if (shm_ && shm_->preferred(bytes)) {
+      shm_->broadcast(buf, bytes, root);
+      return;
+    }
     for (std::size_t off = 0; off < bytes; off += kMaxMpiCount) {
       const std::size_t n = std::min(kMaxMpiCount, bytes - off);
       run_polled(
@@ -117,6 +121,12 @@ class HostBackend final : public Backend {
     fits = fits && total <= static_cast<std::size_t>(INT_MAX);
     const std::size_t mine = counts[rank_] * es;
     const bool in_place = send == out + at;
+    if (shm_ && shm_->preferred(total)) {
+      std::vector<std::size_t> bytes(counts, counts + size_);
+      for (std::size_t& b : bytes) b *= es;
+      shm_->allgatherv(send, recv, bytes.data());
+      return;
+    }
     // Messages are built only on failure: this runs on every call.
     const auto polled = [&](const char* what, auto&& start) {
       run_polled(start, [&] { return describe(what, counts[rank_], dtype); });

@@ -50,4 +50,15 @@ constexpr int kSlots = 2;
 // than one more round trip between cores.
 constexpr std::size_t kWholeReduceMaxBytes = 32 * 1024;
 
+// Bytes per pipeline step of a broadcast: whole chunks, but a message of a few chunks or less
+// goes in about four pieces (whole 4 KiB pages, at least kMinBroadcastPiece), so that root's
+// copy of piece k + 1 into its other slot overlaps the peers' copy of piece k out of the first
+// instead of the two copies of one chunk running one after the other.
+constexpr std::size_t kMinBroadcastPiece = 16 * 1024;
+inline std::size_t broadcast_piece(std::size_t bytes, std::size_t chunk_bytes) {
+  const std::size_t quarter = ((bytes + 3) / 4 + 4095) / 4096 * 4096;
+  const std::size_t piece = quarter < kMinBroadcastPiece ? kMinBroadcastPiece : quarter;
+  return piece < chunk_bytes ? piece : chunk_bytes;
+}
+
 }  // namespace gj::shm

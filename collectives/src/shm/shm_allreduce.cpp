@@ -109,6 +109,7 @@ class Engine final : public ShmAllreduce {
   void reduce_scatter(const void* send, void* recv, const std::size_t* counts, gjDataType_t dtype, gjRedOp_t op,
                       double pre, double post) override;
   void broadcast(void* buf, std::size_t bytes, int root) override;
+  void allgatherv(const void* send, void* recv, const std::size_t* bytes) override;
   bool preferred(std::size_t bytes) const override { return bytes > 0 && bytes >= opt_.min_bytes; }
   const char* wait_name() const override { return policy_.mode == WaitMode::Sleep ? "sleeping" : "spinning"; }
   void watch_peers(std::shared_ptr<const peer::PeerCheck> peers) override {
@@ -373,10 +374,12 @@ void Engine::broadcast(void* buf, std::size_t bytes, int root) {
                                        std::to_string(size_ - 1));
   }
   auto* data = static_cast<unsigned char*>(buf);
+  if (rank_ != root) prefault_for_write(data, bytes);  // a fresh output's faults out of the lockstep
+  const std::size_t piece = broadcast_piece(bytes, opt_.chunk_bytes);
   try {
     std::size_t off = 0;
     do {  // at least once: bytes == 0 is the signal
-      const std::size_t n = std::min(opt_.chunk_bytes, bytes - off);
+      const std::size_t n = std::min(piece, bytes - off);
       const std::uint64_t g = next_chunk_++;
       if (rank_ == root) {
         if (g >= kSlots) wait_peers(done(g - kSlots));
@@ -388,6 +391,52 @@ void Engine::broadcast(void* buf, std::size_t bytes, int root) {
       publish(done(g));
       off += n;
     } while (off < bytes);
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+}
+
+// Step k (the engine's chunk g) covers bytes [k * chunk, (k + 1) * chunk) of every block: each
+// rank waits until every peer is done with its slot's previous use (g - 2), copies its own
+// piece in and publishes published(g), then copies each peer's piece out once that peer has
+// published, and publishes done(g). A peer whose block has no piece in this chunk is not waited for. The stage numbers
+// and slot parity are the allreduce's, so every kind of call interleaves freely.
+void Engine::allgatherv(const void* send_v, void* recv_v, const std::size_t* bytes) {
+  check_intact();
+  const auto* send = static_cast<const unsigned char*>(send_v);
+  auto* recv = static_cast<unsigned char*>(recv_v);
+  std::vector<std::size_t> at(static_cast<std::size_t>(size_));  // each block's offset in recv
+  std::size_t total = 0, largest = 0;
+  for (int q = 0; q < size_; ++q) {
+    at[static_cast<std::size_t>(q)] = total;
+    total += bytes[q];
+    largest = std::max(largest, bytes[q]);
+  }
+  if (largest == 0) return;
+  prefault_for_write(recv, total);
+  const std::size_t mine = bytes[rank_];
+  unsigned char* own = recv + at[static_cast<std::size_t>(rank_)];
+  if (own != send && mine > 0) host::copy(own, send, mine);
+  const auto piece = [&](std::size_t block, std::size_t off) {
+    return off < block ? std::min(opt_.chunk_bytes, block - off) : std::size_t{0};
+  };
+  try {
+    for (std::size_t off = 0; off < largest; off += opt_.chunk_bytes) {
+      const std::uint64_t g = next_chunk_++;
+      if (g >= kSlots) wait_peers(done(g - kSlots));  // our slot (g % 2) is free again
+      const std::size_t n = piece(mine, off);
+      if (n > 0) host::copy(slot(rank_, g), send + off, n);
+      publish(published(g));
+      for (int k = 1; k < size_; ++k) {
+        const int q = (rank_ + k) % size_;  // each rank starts at its next peer: no slot read by all at once
+        const std::size_t m = piece(bytes[q], off);
+        if (m == 0) continue;
+        wait_for(q, published(g));
+        host::copy(recv + at[static_cast<std::size_t>(q)] + off, slot(q, g), m);
+      }
+      publish(done(g));
+    }
   } catch (...) {
     broken_ = true;
     throw;

@@ -1,6 +1,7 @@
-// Intra-node allreduce over POSIX shared memory for host buffers: when every rank of a
-// communicator is on one node, ranks reduce directly in a shared segment instead of going
-// through MPI's point-to-point path (measured in docs/benchmarks.md).
+// Intra-node collectives over POSIX shared memory for host buffers (allreduce, reduce-scatter,
+// broadcast, allgather): when every rank of a communicator is on one node, ranks exchange
+// directly in a shared segment instead of going through MPI's point-to-point path (measured
+// in docs/benchmarks.md).
 #pragma once
 
 #include <mpi.h>
@@ -82,6 +83,14 @@ class ShmAllreduce {
   // then yield, then nap or sleep), so ranks that wait long for a root busy elsewhere (a node
   // leader exchanging with the other nodes) leave the CPUs to it. Collective.
   virtual void broadcast(void* buf, std::size_t bytes, int root) = 0;
+
+  // gjAllGather's semantics for bytes: rank q's block (bytes[q] bytes, from its send) lands at
+  // offset bytes[0] + ... + bytes[q-1] of every rank's recv; send may be this rank's block of
+  // recv (in place), else it must not overlap recv. Every rank's own slots at once, chunk by
+  // chunk of the largest block: each rank copies its chunk in and publishes, then copies every
+  // peer's chunk out; its own block goes straight from send to recv. bytes[] must be the same
+  // on every rank. Collective.
+  virtual void allgatherv(const void* send, void* recv, const std::size_t* bytes) = 0;
   // Whether this path is faster than MPI_Allreduce for a
   // message of `bytes` (count * element size). Pure; the same answer on every rank, so a
   // backend that consults it per call stays collective-consistent.

@@ -43,3 +43,23 @@ TEST_CASE("stage numbers order the three steps of consecutive chunks", "[shm][pl
     CHECK(gj::shm::done(g) < gj::shm::published(g + 1));
   }
 }
+
+TEST_CASE("a broadcast of a few chunks goes in about four whole-page pieces, larger ones in chunks", "[shm][plan]") {
+  struct Row {
+    std::size_t bytes, chunk, want;
+  };
+  const Row rows[] = {
+      {0, 1 << 20, 16384},              // the signal: one step of nothing
+      {100, 1 << 20, 16384},            // below four minimum pieces: one piece
+      {65536, 1 << 20, 16384},          // four pieces
+      {65537, 1 << 20, 20480},          // a quarter rounded up to whole pages
+      {1 << 20, 1 << 20, 262144},       // one chunk: four pieces, two in flight
+      {4 << 20, 1 << 20, 1 << 20},      // a quarter is a chunk
+      {64 << 20, 1 << 20, 1 << 20},     // never more than a chunk (the slot's size)
+      {65536, 8192, 8192},              // a small engine's chunk caps even the minimum
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.bytes, r.chunk);
+    CHECK(gj::shm::broadcast_piece(r.bytes, r.chunk) == r.want);
+  }
+}

@@ -1,4 +1,5 @@
-// Multi-process test of gj::shm::ShmAllreduce under real mpiexec: every dtype x op x
+// Multi-process test of gj::shm::ShmAllreduce under real mpiexec (its broadcast and allgatherv
+// too, each followed by an allreduce on the same engine): every dtype x op x
 // in-place/out-of-place x counts around the whole/sliced switch, the slice lines and the
 // chunk boundaries, with rank-dependent inputs whose result is computed independently here
 // (step by step in rank order, rounding 16-bit types with the reference encoder) and, where
@@ -303,8 +304,63 @@ void broadcast_case(gj::shm::ShmAllreduce& engine, int root, std::size_t bytes) 
   run_case(engine, "after broadcast", gjFloat32, gjSum, 1000 + bytes % 4096, false);
 }
 
-// Rank 1 stays away from an allreduce, then from a broadcast it roots: rank 0 must get
-// gjTimeout after about timeout_ms, and gjInvalidUsage on the next call of either kind.
+// allgatherv: every rank's block (its own pattern, block_bytes(q) bytes) at its offset on every
+// rank, nothing written past the blocks, in place (send = this rank's block of recv) or not;
+// blocks of different sizes, some empty, around the chunk boundaries. Then an allreduce on the
+// same engine (shared stage numbers and slots).
+void allgather_case(gj::shm::ShmAllreduce& engine, const std::vector<std::size_t>& bytes, bool in_place,
+                    const std::string& shape) {
+  const auto pattern = [](int q, std::size_t i) {
+    return static_cast<unsigned char>((i * 13 + 29 * static_cast<std::size_t>(q) + 3) % 251);
+  };
+  std::size_t total = 0, at = 0;
+  for (int q = 0; q < g_size; ++q) {
+    if (q == g_rank) at = total;
+    total += bytes[static_cast<std::size_t>(q)];
+  }
+  std::vector<unsigned char> recv(total + 64, 0xEE), want(total + 64, 0xEE), send;
+  for (int q = 0, off = 0; q < g_size; off += static_cast<int>(bytes[static_cast<std::size_t>(q)]), ++q) {
+    for (std::size_t i = 0; i < bytes[static_cast<std::size_t>(q)]; ++i) want[off + i] = pattern(q, i);
+  }
+  const std::size_t mine = bytes[static_cast<std::size_t>(g_rank)];
+  for (std::size_t i = 0; i < mine; ++i) send.push_back(pattern(g_rank, i));
+  const void* from = send.data();
+  if (in_place) {
+    std::memcpy(recv.data() + at, send.data(), mine);
+    from = recv.data() + at;
+  }
+  engine.allgatherv(from, recv.data(), bytes.data());
+  if (std::memcmp(recv.data(), want.data(), total + 64) != 0) {
+    std::size_t i = 0;
+    while (i < total + 64 && recv[i] == want[i]) ++i;
+    report("allgatherv " + shape + (in_place ? " in place" : ""), i,
+           i < total ? "not the block's byte" : "wrote past the blocks");
+  }
+  run_case(engine, "after allgatherv", gjFloat32, gjSum, 1000 + total % 4096, false);
+}
+
+// Block sizes per rank for allgather_case: equal, rank-dependent around the chunk, some empty.
+std::vector<std::pair<std::string, std::vector<std::size_t>>> gather_shapes(std::size_t chunk) {
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> out;
+  for (std::size_t b : {std::size_t{1}, std::size_t{63}, chunk - 1, chunk, chunk + 1, 3 * chunk + 7}) {
+    out.emplace_back("equal " + std::to_string(b), std::vector<std::size_t>(static_cast<std::size_t>(g_size), b));
+  }
+  std::vector<std::size_t> ragged, one_empty, only_last;
+  for (int q = 0; q < g_size; ++q) {
+    const auto uq = static_cast<std::size_t>(q);
+    ragged.push_back(uq * chunk + 17 * uq + 5);  // rank 0: 5 bytes; later ranks span more chunks
+    one_empty.push_back(q == 0 ? 0 : 2 * chunk + uq);
+    only_last.push_back(q == g_size - 1 ? chunk + 3 : 0);
+  }
+  out.emplace_back("ragged", ragged);
+  out.emplace_back("rank 0 empty", one_empty);
+  out.emplace_back("only the last rank", only_last);
+  out.emplace_back("all empty", std::vector<std::size_t>(static_cast<std::size_t>(g_size), 0));
+  return out;
+}
+
+// Rank 1 stays away from an allreduce, from a broadcast it roots, then from an allgatherv:
+// rank 0 must get gjTimeout after about timeout_ms, and gjInvalidUsage on the next call.
 int timeout_test() {
   gj::shm::ShmOptions opt;
   opt.timeout_ms = 300;
@@ -314,6 +370,11 @@ int timeout_test() {
   const std::pair<const char*, Call> calls[] = {
       {"allreduce", [](gj::shm::ShmAllreduce& e, std::vector<float>& v) { e.allreduce(v.data(), v.data(), v.size(), gjFloat32, gjSum); }},
       {"broadcast", [](gj::shm::ShmAllreduce& e, std::vector<float>& v) { e.broadcast(v.data(), v.size() * sizeof(float), 1); }},
+      {"allgatherv", [](gj::shm::ShmAllreduce& e, std::vector<float>& v) {
+         const std::vector<std::size_t> each(static_cast<std::size_t>(g_size), v.size() * sizeof(float) / g_size);
+         std::vector<float> out(v.size());
+         e.allgatherv(v.data(), out.data(), each.data());
+       }},
   };
   int rc = 0;
   for (const auto& [name, call] : calls) {
@@ -409,6 +470,11 @@ int main(int argc, char** argv) {
           }
         }
         broadcast_case(*standard, g_size - 1, (3u << 20) + 5);
+        for (const auto& [shape, bytes] : gather_shapes(chunk)) {
+          for (bool in_place : {false, true}) allgather_case(*chunked, bytes, in_place, shape);
+        }
+        allgather_case(*standard, std::vector<std::size_t>(static_cast<std::size_t>(g_size), (3u << 20) + 5), false,
+                       "standard, 3 MiB + 5 each");
         fresh_output_case(*standard);
         fresh_output_case(*chunked);
         if (failures > 0) rc = 2;

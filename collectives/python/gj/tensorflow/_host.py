@@ -159,7 +159,8 @@ def set_root(process_set, root_rank, what):
 def broadcast(array, root_rank, process_set, what="broadcast"):
     comm = comm_of(process_set, what)
     root = set_root(process_set, root_rank, what)
-    out = np.array(array, copy=True, order="C")
+    # Only the root's buffer needs the input; the others are written whole by the broadcast.
+    out = np.array(array, copy=True, order="C") if comm.rank == root else np.empty_like(array, order="C")
     fields = (("call", "broadcast"),) + _sig(out) + (("root", int(root_rank)),)
     agree(comm, what, fields, wire=Wire(_lib.UINT8, root=root, layout=[out.nbytes]))
     _run(comm, what, comm.broadcast, _ptr(out), out.nbytes, _lib.UINT8, root)

@@ -266,7 +266,9 @@ def _broadcast_async(tensor, output, root_rank, process_set, what, asynchronous=
     root = _set_rank_of_root(root_rank, process_set, what)
     key = _claim_name(name, process_set, what)
     require_contiguous(output, what)
-    if output is not tensor:
+    if output is not tensor and comm.rank == root:
+        # Only the root's output needs the input: every other rank's output is written whole by
+        # the broadcast, and a copy into it would only fault in and fill 1x the tensor's pages.
         output.copy_(tensor)
     fields = (("call", "broadcast"),) + _sig(tensor) + (("root_rank", root_rank),)
 
