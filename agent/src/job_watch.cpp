@@ -208,12 +208,23 @@ std::optional<FailureReport> JobWatch::report() const {
   std::stable_sort(by_time.begin(), by_time.end(), [](const RankRecord* a, const RankRecord* b) {
     return departure_time(*a) < departure_time(*b);
   });
+  // The master's own pod is alive (the master runs there): its wrappers' connections drop when
+  // the launcher ends the local ranks after a failure elsewhere (hydra kills them within 0.1 s
+  // of losing a proxy), which the master may see before the failed pod's own connections
+  // close. Such a drop is the cause only when nothing else failed.
+  const auto teardown = [&](const RankRecord& r) {
+    return !master_pod_.empty() && r.pod == master_pod_ && r.departure &&
+           r.departure->kind == Departure::Kind::Dropped;
+  };
   const RankRecord* first = nullptr;
-  for (const RankRecord* r : by_time)
-    if (faulty(*r)) {
-      first = r;
-      break;
-    }
+  for (bool skip_teardown : {true, false}) {
+    for (const RankRecord* r : by_time)
+      if (faulty(*r) && !(skip_teardown && teardown(*r))) {
+        first = r;
+        break;
+      }
+    if (first != nullptr) break;
+  }
   if (first == nullptr) return std::nullopt;
   FailureReport out;
   // A rank that failed because it lost a peer points at that peer: a rank that shut down early

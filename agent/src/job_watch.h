@@ -64,7 +64,11 @@ struct FailureReport {
 
 class JobWatch {
  public:
-  explicit JobWatch(std::string token) : token_(std::move(token)) {}
+  // master_pod: the pod the master (and mpiexec) runs in, as the wrappers name pods; "" when
+  // unknown. That pod is not gone while the master watches, so its wrappers' lost connections
+  // are the launcher's teardown, not the cause (report()).
+  explicit JobWatch(std::string token, std::string master_pod = "")
+      : token_(std::move(token)), master_pod_(std::move(master_pod)) {}
 
   // A line from a connection (without its newline); now_ns: the master's CLOCK_REALTIME.
   WatchStep on_line(int conn, const std::string& line, std::int64_t now_ns);
@@ -85,6 +89,7 @@ class JobWatch {
   void broadcast(const std::string& line, int except, WatchStep& step);
 
   std::string token_;
+  std::string master_pod_;
   std::map<int, RankRecord> ranks_;
   std::map<int, bool> lost_told_;  // by connection
   bool failing_ = false;

@@ -277,12 +277,19 @@ void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
 // With the rank wrappers (the rank environment on), the job monitor listens and mpiexec is
 // supervised (unless --no-supervise asks for exec in place): a rank that fails ends the job,
 // and the summary comes at the end.
+// This pod's name as the rank wrappers report it to the job monitor (the platform's
+// GJ_TRAINING_POD_NAME, else the host name): the master names its own pod the same way.
+std::string pod_name(const EnvMap& env) {
+  const auto pod = env_value(env, "GJ_TRAINING_POD_NAME");
+  return pod && !pod->empty() ? *pod : local_host_name();
+}
+
 int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
   const AgentSettings& settings = job.spec.settings;
   std::optional<JobMonitor> monitor;
   LaunchPlan plan = job.plan;
   if (plan.rank_env && settings.supervise != Supervise::Off) {
-    monitor.emplace();
+    monitor.emplace(pod_name(env));
     plan.command = with_rank_monitor(plan.command, monitor->endpoint());
   }
   const MpiexecCommand cmd = build_mpiexec_command(plan, req);
@@ -356,8 +363,7 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   guard.rank = number("RANK");
   guard.size = number("WORLD_SIZE");
   guard.local_rank = number("LOCAL_RANK");
-  const auto pod = env_value(env, "GJ_TRAINING_POD_NAME");
-  guard.pod = pod && !pod->empty() ? *pod : local_host_name();
+  guard.pod = pod_name(env);
   // Hydra (MPICH) gives each rank its PMI connection as PMI_FD (sys/rank_guard.h). Open MPI sets no PMI_FD.
   if (const auto pmi = env_value(env, "PMI_FD")) {
     char* end = nullptr;

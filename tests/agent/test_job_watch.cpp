@@ -178,6 +178,37 @@ TEST_CASE("job watch: every wrapper of a pod dropped is that pod lost") {
   CHECK(rep->pod_lost);
 }
 
+TEST_CASE("job watch: the master's own pod is not the lost pod, even when its wrappers drop first") {
+  // The CI run at 4d7c520: a worker pod killed, hydra's mpiexec on the master gave up at once
+  // and killed the master pod's rank, whose wrapper's connection dropped before the killed
+  // pod's did. The master runs in its pod, so that pod is not gone: the cause is the other.
+  for (const char* master : {"job-master-0", ""}) {
+    CAPTURE(master);
+    gj::JobWatch w("T", master);
+    w.on_line(1, start(0, "job-master-0", 0, 3), 0);
+    w.on_line(2, start(1, "job-worker-0", 0, 3), 0);
+    w.on_line(3, start(2, "job-worker-1", 0, 3), 0);
+    w.on_drop(1, 100);  // the master pod's rank: the launcher's teardown
+    w.on_drop(3, 140);  // the killed pod's rank
+    w.on_drop(2, 150);
+    const auto rep = w.report();
+    REQUIRE(rep);
+    // Without knowing its own pod the watch can only go by time (the old answer).
+    CHECK(rep->first.rank == (*master ? 2 : 0));
+    CHECK(rep->pod_lost);
+    REQUIRE(rep->collateral.size() == 2);
+  }
+  // Only the master pod's wrappers dropped: that is all there is to report.
+  gj::JobWatch w("T", "job-master-0");
+  w.on_line(1, start(0, "job-master-0"), 0);
+  w.on_line(2, start(1, "job-worker-0"), 0);
+  w.on_drop(1, 100);
+  w.on_line(2, "exit code=0 time=200", 0);
+  const auto rep = w.report();
+  REQUIRE(rep);
+  CHECK(rep->first.rank == 0);
+}
+
 TEST_CASE("failure summary: the fields, one line each") {
   gj::FailureReport rep;
   rep.first.rank = 1;

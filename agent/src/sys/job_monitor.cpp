@@ -202,8 +202,9 @@ struct JobMonitor::State {
   }
 };
 
-JobMonitor::JobMonitor() : state_(std::make_unique<State>()) {
+JobMonitor::JobMonitor(std::string master_pod) : state_(std::make_unique<State>()) {
   State& s = *state_;
+  s.watch = JobWatch(s.token, std::move(master_pod));
   const bool v6 = std::any_of(s.addresses.begin(), s.addresses.end(), [](const std::string& a) { return a.find(':') != std::string::npos; });
   s.listen_fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s.listen_fd < 0 && v6) s.listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -17,8 +17,9 @@ namespace gj {
 class JobMonitor {
  public:
   // Listens on a port the kernel picks, on every address of this pod; starts the thread.
-  // Throws LaunchError (kInternal) naming the call that failed.
-  JobMonitor();
+  // master_pod: this pod's name as the rank wrappers give it (JobWatch). Throws LaunchError
+  // (kInternal) naming the call that failed.
+  explicit JobMonitor(std::string master_pod);
   ~JobMonitor();
   JobMonitor(const JobMonitor&) = delete;
   JobMonitor& operator=(const JobMonitor&) = delete;

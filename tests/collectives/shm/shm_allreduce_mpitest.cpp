@@ -326,7 +326,7 @@ void allgather_case(gj::shm::ShmAllreduce& engine, const std::vector<std::size_t
   for (std::size_t i = 0; i < mine; ++i) send.push_back(pattern(g_rank, i));
   const void* from = send.data();
   if (in_place) {
-    std::memcpy(recv.data() + at, send.data(), mine);
+    if (mine > 0) std::memcpy(recv.data() + at, send.data(), mine);
     from = recv.data() + at;
   }
   engine.allgatherv(from, recv.data(), bytes.data());
