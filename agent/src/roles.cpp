@@ -272,11 +272,6 @@ void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
   spdlog::info("all {} host(s) ready after {} ms", report.hosts.size(), report.elapsed.count());
 }
 
-// Step 5, launch: the hostfile when the plan uses one, then mpiexec with the environment made
-// explicit (this process's, plus what the flavour needs in mpiexec's own), exec'd or supervised.
-// With the rank wrappers (the rank environment on), the job monitor listens and mpiexec is
-// supervised (unless --no-supervise asks for exec in place): a rank that fails ends the job,
-// and the summary comes at the end.
 // This pod's name as the rank wrappers report it to the job monitor (the platform's
 // GJ_TRAINING_POD_NAME, else the host name): the master names its own pod the same way.
 std::string pod_name(const EnvMap& env) {
@@ -284,6 +279,11 @@ std::string pod_name(const EnvMap& env) {
   return pod && !pod->empty() ? *pod : local_host_name();
 }
 
+// Step 5, launch: the hostfile when the plan uses one, then mpiexec with the environment made
+// explicit (this process's, plus what the flavour needs in mpiexec's own), exec'd or supervised.
+// With the rank wrappers (the rank environment on), the job monitor listens and mpiexec is
+// supervised (unless --no-supervise asks for exec in place): a rank that fails ends the job,
+// and the summary comes at the end.
 int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
   const AgentSettings& settings = job.spec.settings;
   std::optional<JobMonitor> monitor;

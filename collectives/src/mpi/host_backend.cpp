@@ -118,15 +118,15 @@ class HostBackend final : public Backend {
       equal = equal && counts[q] == counts[0];
       fits = fits && counts[q] * es <= static_cast<std::size_t>(INT_MAX);
     }
-    fits = fits && total <= static_cast<std::size_t>(INT_MAX);
-    const std::size_t mine = counts[rank_] * es;
-    const bool in_place = send == out + at;
     if (shm_ && shm_->preferred(total)) {
       std::vector<std::size_t> bytes(counts, counts + size_);
       for (std::size_t& b : bytes) b *= es;
       shm_->allgatherv(send, recv, bytes.data());
       return;
     }
+    fits = fits && total <= static_cast<std::size_t>(INT_MAX);
+    const std::size_t mine = counts[rank_] * es;
+    const bool in_place = send == out + at;
     // Messages are built only on failure: this runs on every call.
     const auto polled = [&](const char* what, auto&& start) {
       run_polled(start, [&] { return describe(what, counts[rank_], dtype); });

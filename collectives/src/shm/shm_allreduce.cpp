@@ -400,8 +400,9 @@ void Engine::broadcast(void* buf, std::size_t bytes, int root) {
 // Step k (the engine's chunk g) covers bytes [k * chunk, (k + 1) * chunk) of every block: each
 // rank waits until every peer is done with its slot's previous use (g - 2), copies its own
 // piece in and publishes published(g), then copies each peer's piece out once that peer has
-// published, and publishes done(g). A peer whose block has no piece in this chunk is not waited for. The stage numbers
-// and slot parity are the allreduce's, so every kind of call interleaves freely.
+// published, and publishes done(g). A peer whose block has no piece in this chunk is not
+// waited for. The stage numbers and slot parity are the allreduce's, so every kind of call
+// interleaves freely.
 void Engine::allgatherv(const void* send_v, void* recv_v, const std::size_t* bytes) {
   check_intact();
   const auto* send = static_cast<const unsigned char*>(send_v);
