@@ -14,7 +14,8 @@
 #   MultiWorkerMirroredStrategy"), 3 pods x 2 ranks, not in the default set:
 #   peers-allreduce-mpi peers-allreduce-gloo peers-grouped-mpi peers-grouped-gloo
 #   peers-collectives-mpi peers-collectives-gloo (Horovod from bench/horovod/build.sh; the
-#   program's options in GJ_BENCH_PEERS_ARGS).
+#   program's options in GJ_BENCH_PEERS_ARGS; HOROVOD_GLOO_TIMEOUT_SECONDS, when set, reaches the
+#   ranks).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(realpath -e "${1:-build}") || { echo "run_cluster.sh: build dir '${1:-build}' not found" >&2; exit 2; }
@@ -47,6 +48,9 @@ peers() (
   python=$("$here/horovod/build.sh")/bin/python || mh_die "bench/horovod/build.sh failed"
   job_env=(GJ_PYTHON="$python" OMP_NUM_THREADS=1
            PYTHONPATH="$build/collectives/python:$here/peers:$here/torch")
+  # Horovod's Gloo gives up on a send or receive after 30 s by default; across these pods its
+  # transfers have stalled that long (docs/benchmarks.md): a longer limit, when set, reaches it.
+  [ -n "${HOROVOD_GLOO_TIMEOUT_SECONDS:-}" ] && job_env+=(HOROVOD_GLOO_TIMEOUT_SECONDS="$HOROVOD_GLOO_TIMEOUT_SECONDS")
   echo "# $1 against Horovod ($2 controller), 3 pods x 2 ranks"
   run_job "p$1" 2 2 "$here/peers/$1.py" --horovod "$2" "${peers_args[@]}"
 )

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 
 #include "monitor_line.h"
 
@@ -70,8 +71,8 @@ std::string departure_text(const RankRecord& r) {
       out = "killed by " + signal_name(d.code);
       break;
     case Departure::Kind::Dropped:
-      return "lost: its rank wrapper's connection to the master closed without an exit report (pod " + r.pod +
-             " gone, the wrapper killed, or the network cut)";
+      return "lost: its rank wrapper's connection to the master " + (d.how.empty() ? "closed" : d.how) +
+             " without an exit report (pod " + r.pod + " gone, the wrapper killed, or the network cut)";
   }
   if (d.oom_kill) out += " (OOM killer: pod memory limit " + memory_limit_text(d.memory_max) + ")";
   return out;
@@ -190,41 +191,59 @@ WatchStep JobWatch::on_line(int conn, const std::string& text, std::int64_t now_
   return step;
 }
 
-WatchStep JobWatch::on_drop(int conn, std::int64_t now_ns) {
+WatchStep JobWatch::on_drop(int conn, std::int64_t now_ns, std::string how) {
   WatchStep step;
   auto it = ranks_.find(conn);
   if (it == ranks_.end() || it->second.departure) return step;
   Departure d;
   d.kind = Departure::Kind::Dropped;
   d.time_ns = now_ns;
+  d.how = std::move(how);
   departed(conn, d, step);
   return step;
 }
 
-std::optional<FailureReport> JobWatch::report() const {
+std::map<std::string, std::vector<int>> JobWatch::dropped_pods() const {
+  std::map<std::string, std::vector<int>> out;
+  std::set<std::string> not_all;
+  for (const auto& [conn, r] : ranks_) {
+    if (r.pod == master_pod_) continue;
+    if (r.departure && r.departure->kind == Departure::Kind::Dropped) out[r.pod].push_back(conn);
+    else not_all.insert(r.pod);
+  }
+  for (const auto& pod : not_all) out.erase(pod);
+  return out;
+}
+
+std::optional<FailureReport> JobWatch::report(const std::set<std::string>& up_pods) const {
   if (!failing_) return std::nullopt;
   std::vector<const RankRecord*> by_time;
   for (const auto& [conn, r] : ranks_) by_time.push_back(&r);
   std::stable_sort(by_time.begin(), by_time.end(), [](const RankRecord* a, const RankRecord* b) {
     return departure_time(*a) < departure_time(*b);
   });
-  // The master's own pod is alive (the master runs there): its wrappers' connections drop when
-  // the launcher ends the local ranks after a failure elsewhere (hydra kills them within 0.1 s
-  // of losing a proxy), which the master may see before the failed pod's own connections
-  // close. Such a drop is the cause only when nothing else failed.
-  const auto teardown = [&](const RankRecord& r) {
-    return !master_pod_.empty() && r.pod == master_pod_ && r.departure &&
-           r.departure->kind == Departure::Kind::Dropped;
+  // The master's own pod is alive (the master runs there), and so are the pods whose sshd still
+  // answered. When a pod is lost, the launcher ends every other rank (hydra kills them within
+  // 0.15 s of losing a proxy), and the master may see those wrappers' connections drop before
+  // (or in the same wake as) the lost pod's own. So while a rank of some other pod dropped, the
+  // drops of pods known to be up are that teardown, not the cause. A failure reported with an
+  // exit (code or signal) cannot race so: its wrapper reports before it exits, and only then does
+  // the launcher learn of it; then the order of departures decides.
+  const auto up = [&](const RankRecord& r) {
+    return (!master_pod_.empty() && r.pod == master_pod_) || up_pods.count(r.pod) > 0;
   };
+  const auto dropped = [](const RankRecord& r) {
+    return r.departure && r.departure->kind == Departure::Kind::Dropped;
+  };
+  const bool lost_elsewhere = std::any_of(by_time.begin(), by_time.end(), [&](const RankRecord* r) {
+    return faulty(*r) && dropped(*r) && !up(*r);
+  });
   const RankRecord* first = nullptr;
-  for (bool skip_teardown : {true, false}) {
-    for (const RankRecord* r : by_time)
-      if (faulty(*r) && !(skip_teardown && teardown(*r))) {
-        first = r;
-        break;
-      }
-    if (first != nullptr) break;
-  }
+  for (const RankRecord* r : by_time)
+    if (faulty(*r) && !(lost_elsewhere && up(*r) && dropped(*r))) {
+      first = r;
+      break;
+    }
   if (first == nullptr) return std::nullopt;
   FailureReport out;
   // A rank that failed because it lost a peer points at that peer: a rank that shut down early

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@ struct Departure {
   bool oom_kill = false;    // the pod's cgroup memory.events oom_kill rose while it ran
   std::string memory_max;   // the cgroup's memory.max ("max", bytes) when known
   bool ended_by_us = false; // the job was already failing when it left
+  std::string how;          // Dropped: how the connection ended ("closed", "silent for 10 s", ...)
 };
 
 struct RankRecord {
@@ -72,8 +74,9 @@ class JobWatch {
 
   // A line from a connection (without its newline); now_ns: the master's CLOCK_REALTIME.
   WatchStep on_line(int conn, const std::string& line, std::int64_t now_ns);
-  // The connection closed (or went silent) before the wrapper reported the program's exit.
-  WatchStep on_drop(int conn, std::int64_t now_ns);
+  // The connection closed (or went silent) before the wrapper reported the program's exit;
+  // `how` says which ("closed by the wrapper's side", "silent for 10 s", an errno's text).
+  WatchStep on_drop(int conn, std::int64_t now_ns, std::string how = "");
 
   bool failing() const { return failing_; }
   // Connections that started and have not yet reported an exit or dropped.
@@ -81,7 +84,14 @@ class JobWatch {
   // Of those, the ones whose library said hello (they can be told `lost` and raise).
   std::size_t running_with_library() const;
   const std::map<int, RankRecord>& ranks() const { return ranks_; }  // by connection
-  std::optional<FailureReport> report() const;
+  // The pods other than the master's whose every rank wrapper dropped, each with its
+  // connections: the candidates for the pod that was lost.
+  std::map<std::string, std::vector<int>> dropped_pods() const;
+  // up_pods: pods known to be up after the failure (their sshd answered, JobMonitor::
+  // pods_still_up). Like the master's own, their dropped wrappers are the launcher's teardown
+  // (hydra's mpiexec kills every rank within ~0.15 s of losing one pod), not the cause, unless
+  // nothing else failed.
+  std::optional<FailureReport> report(const std::set<std::string>& up_pods = {}) const;
 
  private:
   void departed(int conn, const Departure& d, WatchStep& step);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "agent_error.h"
 #include "quote.h"
@@ -289,7 +290,10 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
   std::optional<JobMonitor> monitor;
   LaunchPlan plan = job.plan;
   if (plan.rank_env && settings.supervise != Supervise::Off) {
-    monitor.emplace(pod_name(env));
+    MonitorOptions options;
+    options.master_pod = pod_name(env);
+    options.ssh_port = settings.ssh_port;
+    monitor.emplace(options);
     plan.command = with_rank_monitor(plan.command, monitor->endpoint());
   }
   const MpiexecCommand cmd = build_mpiexec_command(plan, req);
@@ -309,7 +313,9 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
     const JobWatch watch = monitor->finish(std::chrono::milliseconds(1500));
     // A job we passed a termination signal to (the pod deleted) before any rank failed: its ranks
     // died of that signal, which is no rank failure to report; the status is 128+N below.
-    if (const auto report = end.terminated_by != 0 ? std::nullopt : watch.report()) {
+    const bool report_failure = end.terminated_by == 0 && watch.failing();
+    const auto up = report_failure ? monitor->pods_still_up(watch) : std::set<std::string>{};
+    if (const auto report = report_failure ? watch.report(up) : std::nullopt) {
       for (const auto& line : render_failure_summary(*report)) spdlog::error("{}", line);
       const std::string short_form = "rank failure: " + failure_short_form(*report);
       write_termination_message_to(settings.termination_log, short_form);

@@ -16,9 +16,12 @@ class HorovodSwitch:
     """Keeps horovod (a horovod.torch or horovod.tensorflow module, or None) running exactly while
     a mode whose name starts with "horovod" runs. Starts as `running` says (after hvd.init())."""
 
-    def __init__(self, hvd, running=True):
+    def __init__(self, hvd, running=True, before_start=None):
+        """`before_start`, if given, is called on every rank right before each restart's
+        hvd.init() (the Gloo controller's fresh rendezvous, peers.py)."""
         self.hvd = hvd
         self.running = hvd is not None and running
+        self.before_start = before_start
 
     def before(self, mode):
         """Call before running (or timing) `mode`: starts or shuts Horovod down as the mode needs.
@@ -29,6 +32,8 @@ class HorovodSwitch:
         if wanted == self.running:
             return False
         if wanted:
+            if self.before_start:
+                self.before_start()
             self.hvd.init()
         else:
             self.hvd.shutdown()

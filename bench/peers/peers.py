@@ -35,37 +35,51 @@ def _global_ipv4():
     return out[1], out[out.index("inet") + 1].split("/")[0]
 
 
-def _gloo_rendezvous():
+class _GlooRendezvous:
     """What horovodrun --gloo does before starting the workers, done inside the job: rank 0
     serves Horovod's rendezvous, every rank gets its slot (host, local and cross rank) from
     Horovod's own host assignment of this job's ranks, and the HOROVOD_* variables its Gloo
-    context reads."""
-    from horovod.runner.common.util.hosts import get_host_assignments, parse_hosts
-    from horovod.runner.http.http_server import RendezvousServer
-    host = socket.gethostname()
-    hosts = gj.allgather_object(host)
-    order = list(dict.fromkeys(hosts))
-    if hosts != sorted(hosts, key=order.index):
-        raise RuntimeError(f"Horovod's Gloo slots need each host's ranks to be consecutive; ranks by host: {hosts}")
-    plan = get_host_assignments(parse_hosts(",".join(f"{h}:{hosts.count(h)}" for h in order)), len(hosts))
-    server = None
-    if gj.rank() == 0:
-        server = RendezvousServer(verbose=0)
-        port = server.start()
-        server.init(plan)
-        where = (_global_ipv4()[1] if gj.cross_size() > 1 else "127.0.0.1", port)
-    else:
-        where = None
-    addr, port = gj.broadcast_object(where, root_rank=0)
-    slot = plan[gj.rank()]
-    os.environ.update({
-        "HOROVOD_GLOO_RENDEZVOUS_ADDR": addr, "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port),
-        "HOROVOD_CONTROLLER": "gloo", "HOROVOD_CPU_OPERATIONS": "gloo",
-        "HOROVOD_GLOO_IFACE": _global_ipv4()[0] if gj.cross_size() > 1 else "lo", "HOROVOD_HOSTNAME": slot.hostname,
-        "HOROVOD_RANK": str(slot.rank), "HOROVOD_SIZE": str(slot.size),
-        "HOROVOD_LOCAL_RANK": str(slot.local_rank), "HOROVOD_LOCAL_SIZE": str(slot.local_size),
-        "HOROVOD_CROSS_RANK": str(slot.cross_rank), "HOROVOD_CROSS_SIZE": str(slot.cross_size)})
-    return server
+    context reads. Kept for the job's lifetime; reset() before every restart of Horovod."""
+
+    def __init__(self):
+        from horovod.runner.common.util.hosts import get_host_assignments, parse_hosts
+        from horovod.runner.http.http_server import RendezvousServer
+        host = socket.gethostname()
+        hosts = gj.allgather_object(host)
+        order = list(dict.fromkeys(hosts))
+        if hosts != sorted(hosts, key=order.index):
+            raise RuntimeError(f"Horovod's Gloo slots need each host's ranks to be consecutive; ranks by host: {hosts}")
+        self.plan = get_host_assignments(parse_hosts(",".join(f"{h}:{hosts.count(h)}" for h in order)), len(hosts))
+        self.server = None
+        if gj.rank() == 0:
+            self.server = RendezvousServer(verbose=0)
+            port = self.server.start()
+            self.server.init(self.plan)
+            where = (_global_ipv4()[1] if gj.cross_size() > 1 else "127.0.0.1", port)
+        else:
+            where = None
+        addr, port = gj.broadcast_object(where, root_rank=0)
+        slot = self.plan[gj.rank()]
+        os.environ.update({
+            "HOROVOD_GLOO_RENDEZVOUS_ADDR": addr, "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port),
+            "HOROVOD_CONTROLLER": "gloo", "HOROVOD_CPU_OPERATIONS": "gloo",
+            "HOROVOD_GLOO_IFACE": _global_ipv4()[0] if gj.cross_size() > 1 else "lo", "HOROVOD_HOSTNAME": slot.hostname,
+            "HOROVOD_RANK": str(slot.rank), "HOROVOD_SIZE": str(slot.size),
+            "HOROVOD_LOCAL_RANK": str(slot.local_rank), "HOROVOD_LOCAL_SIZE": str(slot.local_size),
+            "HOROVOD_CROSS_RANK": str(slot.cross_rank), "HOROVOD_CROSS_SIZE": str(slot.cross_size)})
+
+    def reset(self):
+        """Empties the server's store between two starts of Horovod. Its server clears a scope
+        (global, local_<host>, cross_<n>) only when every rank of it has left, and then forgets
+        every other scope's departures too (http_server.py, do_DELETE: finished_list.clear()):
+        when one host's ranks leave `local_*` while the last rank leaves `global`, that local
+        scope keeps the old addresses, and the next start's ranks connect to the previous
+        Horovod's closed ports (a gloo exception, SIGABRT: seen across pods). Collective: every
+        rank's last rendezvous is over before rank 0 resets, and no rank starts before it has."""
+        gj.barrier()
+        if self.server:
+            self.server.init(self.plan)
+        gj.barrier()
 
 
 # Starts and stops Horovod around its own calls; set by init().
@@ -85,9 +99,8 @@ def init(horovod=None):
     except ImportError as e:
         raise SystemExit(f"cannot import horovod.torch ({e}): build it with bench/horovod/build.sh and run "
                          "this program with that environment's python (bench/peers/run.sh does)") from e
-    if horovod == "gloo":
-        _gloo_rendezvous.server = _gloo_rendezvous()  # kept alive for the job's lifetime
-    else:
+    rendezvous = _GlooRendezvous() if horovod == "gloo" else None
+    if rendezvous is None:
         os.environ.update({"HOROVOD_CONTROLLER": "mpi", "HOROVOD_CPU_OPERATIONS": "mpi"})
     hvd.init()
     if (hvd.rank(), hvd.size()) != (gj.rank(), gj.size()):
@@ -96,7 +109,7 @@ def init(horovod=None):
         raise RuntimeError(f"Horovod did not start its {horovod} controller (mpi_enabled={hvd.mpi_enabled()}, "
                            f"gloo_enabled={hvd.gloo_enabled()})")
     global switch
-    switch = HorovodSwitch(hvd)
+    switch = HorovodSwitch(hvd, before_start=rendezvous.reset if rendezvous else None)
     return hvd
 
 

@@ -42,13 +42,14 @@ mkdir -p "$dir"
 rm -f "$dir/download.log"
 # Debian 12's libevent needs glibc 2.36; a GPU image on an older glibc (Ubuntu 20.04: 2.31) gets
 # Debian 11's build of the same sonames (built against glibc 2.31), unpacked over it by
-# device-check.sh only there. Fetched from the same mirror with a private apt state.
+# device-check.sh only there. Fetched from the archive this machine's apt uses, with a private
+# apt state.
 compat=(libevent-core-2.1-7 libevent-pthreads-2.1-7)
 apt_dir=$(mktemp -d)
 mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$dir/compat"
 : >"$apt_dir/status"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bullseye main" \
-  >"$apt_dir/sources.list"
+archive=$(scripts/apt/debian-archive.sh)  # this machine's apt source (GJ_DEBIAN_ARCHIVE overrides)
+echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $archive bullseye main" >"$apt_dir/sources.list"
 apt_compat=(-o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
             -o Dir::State::Lists="$apt_dir/lists" -o Dir::Cache="$apt_dir/cache" -o Dir::State::status="$apt_dir/status")
 if ! { apt-get "${apt_compat[@]}" update && ( cd "$dir/compat" && apt-get "${apt_compat[@]}" download "${compat[@]}" ); } \

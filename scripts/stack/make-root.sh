@@ -7,11 +7,12 @@
 # .debs are kept in GJ_STACK_CACHE (default /var/cache/gj-stack/<suite>-<arch>) and reused:
 # a CI that keeps that folder between runs downloads nothing twice. A foreign ARCH (arm64 on an
 # amd64 host) needs qemu-user-static and binfmt-support. Needs root.
-# Environment: GJ_STACK_MIRROR (default http://deb.debian.org/debian), GJ_STACK_CACHE.
+# Environment: GJ_DEBIAN_ARCHIVE (default: the archive this machine's apt uses,
+# scripts/apt/debian-archive.sh), GJ_STACK_CACHE.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 ROOT [SUITE=trixie] [ARCH]" >&2; exit 2; }
 root=$1 suite=${2:-trixie} arch=${3:-$(dpkg --print-architecture)}
-mirror=${GJ_STACK_MIRROR:-http://deb.debian.org/debian}
+mirror=$("$(dirname "$0")/../apt/debian-archive.sh")
 cache=${GJ_STACK_CACHE:-/var/cache/gj-stack/$suite-$arch}
 [ "$(id -u)" -eq 0 ] || { echo "make-root.sh: needs root (mmdebstrap in root mode); run it with sudo" >&2; exit 2; }
 command -v mmdebstrap >/dev/null || { echo "make-root.sh: mmdebstrap not found; apt-get install mmdebstrap" >&2; exit 2; }

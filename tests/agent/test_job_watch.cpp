@@ -198,6 +198,21 @@ TEST_CASE("job watch: the master's own pod is not the lost pod, even when its wr
     CHECK(rep->pod_lost);
     REQUIRE(rep->collateral.size() == 2);
   }
+  // A master pod's rank that went first while no other pod was lost is the cause: the ranks that
+  // failed after it reported their exits (the across-pods benchmark of 09:46 UTC, 2026-12-05:
+  // rank 1's wrapper on the master's pod dropped, its peers then raised and exited 1).
+  {
+    gj::JobWatch w("T", "job-master-0");
+    w.on_line(1, start(0, "job-master-0", 0, 3), 0);
+    w.on_line(2, start(1, "job-master-0", 1, 3), 0);
+    w.on_line(3, start(2, "job-worker-0", 0, 3), 0);
+    w.on_drop(2, 100);
+    w.on_line(3, "exit code=1 time=150", 0);
+    w.on_line(1, "exit code=1 time=160", 0);
+    const auto rep = w.report();
+    REQUIRE(rep);
+    CHECK(rep->first.rank == 1);
+  }
   // Only the master pod's wrappers dropped: that is all there is to report.
   gj::JobWatch w("T", "job-master-0");
   w.on_line(1, start(0, "job-master-0"), 0);
@@ -207,6 +222,52 @@ TEST_CASE("job watch: the master's own pod is not the lost pod, even when its wr
   const auto rep = w.report();
   REQUIRE(rep);
   CHECK(rep->first.rank == 0);
+}
+
+TEST_CASE("job watch: a pod whose sshd still answers is not the lost pod - dropped_pods lists the candidates") {
+  // The flake of multihost.worker_killed_mpich under load: kill-worker-1 killed, hydra's mpiexec
+  // killed kill-worker-0's ranks within 0.15 s, and both pods' drops reached the master in one
+  // wake, the surviving pod's first. Its sshd still answers (JobMonitor::pods_still_up): up.
+  gj::JobWatch w("T", "job-master-0");
+  w.on_line(1, start(0, "job-master-0", 0, 5), 0);
+  w.on_line(2, start(1, "job-worker-0", 0, 5), 0);
+  w.on_line(3, start(2, "job-worker-0", 1, 5), 0);
+  w.on_line(4, start(3, "job-worker-1", 0, 5), 0);
+  w.on_line(5, start(4, "job-worker-1", 1, 5), 0);
+  w.on_drop(2, 100);
+  w.on_drop(4, 101);
+  w.on_drop(3, 102);
+  w.on_drop(1, 103);  // the master's pod: never a candidate
+  CHECK(w.dropped_pods().size() == 1);  // job-worker-1 still has a connected wrapper
+  w.on_drop(5, 104);
+  const auto candidates = w.dropped_pods();
+  REQUIRE(candidates.size() == 2);
+  CHECK(candidates.at("job-worker-0") == std::vector<int>{2, 3});
+  CHECK(candidates.at("job-worker-1") == std::vector<int>{4, 5});
+  CHECK(w.report()->first.pod == "job-worker-0");  // by time alone
+  const auto rep = w.report({"job-worker-0"});
+  REQUIRE(rep);
+  CHECK(rep->first.rank == 3);
+  CHECK(rep->pod_lost);
+  CHECK(rep->collateral.size() == 4);
+  // Every candidate up (or nothing else failed): time order again, nothing is hidden.
+  CHECK(w.report({"job-worker-0", "job-worker-1"})->first.rank == 1);
+  // How the lost connection ended reaches the summary's text.
+  w.on_drop(1, 200, "went silent (no ping for 10 s)");  // already departed: no change
+  CHECK(rep->first.departure->how.empty());
+  gj::JobWatch s("T");
+  s.on_line(1, start(0, "job-worker-0"), 0);
+  s.on_drop(1, 100, "went silent (no ping for 10 s)");
+  CHECK(gj::departure_text(s.report()->first) ==
+        "lost: its rank wrapper's connection to the master went silent (no ping for 10 s) without an exit report "
+        "(pod job-worker-0 gone, the wrapper killed, or the network cut)");
+  // A pod with a wrapper that reported its exit is no candidate.
+  gj::JobWatch x("T", "job-master-0");
+  x.on_line(1, start(0, "job-worker-0"), 0);
+  x.on_line(2, start(1, "job-worker-0", 1), 0);
+  x.on_line(2, "exit signal=9 time=50", 0);
+  x.on_drop(1, 100);
+  CHECK(x.dropped_pods().empty());
 }
 
 TEST_CASE("failure summary: the fields, one line each") {

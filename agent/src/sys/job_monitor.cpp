@@ -15,19 +15,18 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include "exit_codes.h"
 #include "internal.h"
 #include "monitor_line.h"
+#include "readiness.h"
+#include "warnings.h"
 
 namespace gj {
 namespace {
-
-// A wrapper pings every second; one silent for this long (its pod's network cut, the pod frozen)
-// counts as lost.
-constexpr auto kSilenceLimit = std::chrono::seconds(10);
 
 std::int64_t realtime_ns() {
   timespec ts{};
@@ -72,6 +71,36 @@ std::vector<std::string> local_addresses() {
   return out;
 }
 
+// The numeric address of a peer ("10.0.0.3", "fd00::3"; an IPv4-mapped IPv6 address as IPv4).
+std::string peer_address(const sockaddr_storage& a) {
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (a.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&a)->sin_addr, buf, sizeof buf);
+  } else if (a.ss_family == AF_INET6) {
+    const in6_addr& in6 = reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&in6)) ::inet_ntop(AF_INET, &in6.s6_addr[12], buf, sizeof buf);
+    else ::inet_ntop(AF_INET6, &in6, buf, sizeof buf);
+  }
+  return buf;
+}
+
+// The addresses (among `addresses`) whose sshd answers on `port` within `within`: an SSH
+// identification exchange, not a bare connect (a frozen sshd's kernel still accepts).
+std::set<std::string> sshd_answers(const std::vector<std::string>& addresses, int port,
+                                   std::chrono::milliseconds within) {
+  ReadinessOptions probe;
+  probe.deadline = within;
+  probe.connect_timeout = within;
+  probe.progress_interval = within * 2;  // no progress lines
+  probe.port = port;
+  probe.ssh_identification = true;
+  const ReadinessReport seen = wait_until_ready(addresses, probe, [](const std::string&) {});
+  std::set<std::string> up;
+  for (const HostStatus& h : seen.hosts)
+    if (h.state == HostState::Ready) up.insert(h.host);
+  return up;
+}
+
 struct Conn {
   int fd = -1;
   std::string in;
@@ -82,6 +111,7 @@ struct Conn {
 }  // namespace
 
 struct JobMonitor::State {
+  MonitorOptions options;
   int listen_fd = -1;
   int wake[2] = {-1, -1};
   int port = 0;
@@ -92,6 +122,7 @@ struct JobMonitor::State {
   std::atomic<std::int64_t> drain_until_ns{0};  // steady clock; 0: not draining
   JobWatch watch{token};
   std::map<int, Conn> conns;  // by id
+  std::map<int, std::string> peers;  // by id, kept after the connection closes
   int next_id = 1;
   std::thread thread;
 
@@ -104,12 +135,13 @@ struct JobMonitor::State {
     if (step.job_failed_now) end = true;
   }
 
-  void drop(int id, bool tell_watch) {
+  // how: for the summary, what the connection did ("closed", "went silent for 10 s", ...).
+  void drop(int id, bool tell_watch, const std::string& how = "") {
     auto it = conns.find(id);
     if (it == conns.end()) return;
     ::close(it->second.fd);
     conns.erase(it);
-    if (tell_watch) apply(watch.on_drop(id, realtime_ns()));
+    if (tell_watch) apply(watch.on_drop(id, realtime_ns(), how));
   }
 
   void flush(int id) {
@@ -127,8 +159,11 @@ struct JobMonitor::State {
 
   void accept_all() {
     for (;;) {
-      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      sockaddr_storage from{};
+      socklen_t len = sizeof from;
+      const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) return;
+      peers[next_id] = peer_address(from);
       conns[next_id++] = Conn{fd, {}, {}, std::chrono::steady_clock::now()};
     }
   }
@@ -148,8 +183,39 @@ struct JobMonitor::State {
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-      drop(id, true);
+      drop(id, true, n == 0 ? "closed" : std::string("failed (") + std::strerror(errno) + ")");
       return;
+    }
+  }
+
+  // Connections silent for options.silence: lost, unless their pod's sshd answers. A pod that
+  // answers is up and reachable, its wrapper's pings late (measured: a loaded 2-vCPU machine with
+  // 6 ranks over 3 pods delayed them past 10 s and the job was ended for a pod that was fine);
+  // its wrappers get another period. A cut network or a frozen pod does not answer.
+  void check_silence() {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<int> silent;
+    std::vector<std::string> silent_at;  // their addresses, once each
+    for (auto& [id, c] : conns)
+      if (now - c.heard > options.silence) {
+        silent.push_back(id);
+        if (std::find(silent_at.begin(), silent_at.end(), peers[id]) == silent_at.end()) silent_at.push_back(peers[id]);
+      }
+    if (silent.empty()) return;
+    const std::set<std::string> up = sshd_answers(silent_at, options.ssh_port, options.probe);
+    const auto ms = options.silence.count();
+    const std::string silence = ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+    for (int id : silent) {
+      if (up.count(peers[id]) == 0) {
+        drop(id, true, "went silent (no ping for " + silence + ", its pod's sshd at " + peers[id] +
+                           " did not answer)");
+        continue;
+      }
+      conns[id].heard = std::chrono::steady_clock::now();
+      const auto r = watch.ranks().find(id);
+      warn("job monitor: no ping from " +
+           (r != watch.ranks().end() ? "rank " + std::to_string(r->second.rank) + "'s wrapper" : std::string("a wrapper")) +
+           " at " + peers[id] + " for " + silence + ", but its pod's sshd answers: still waiting");
     }
   }
 
@@ -174,11 +240,7 @@ struct JobMonitor::State {
         if (conns.find(ids[i]) == conns.end()) continue;
         if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) read_from(ids[i]);
       }
-      const auto now = std::chrono::steady_clock::now();
-      std::vector<int> silent;
-      for (auto& [id, c] : conns)
-        if (now - c.heard > kSilenceLimit) silent.push_back(id);
-      for (int id : silent) drop(id, true);
+      check_silence();
       for (auto& [id, c] : conns) flush(id);
       // A failed rank's wrapper waits for its peers to be told and to end (rank_guard.h); once
       // no rank with the library is left to raise, closing the departed ranks' connections lets
@@ -202,9 +264,10 @@ struct JobMonitor::State {
   }
 };
 
-JobMonitor::JobMonitor(std::string master_pod) : state_(std::make_unique<State>()) {
+JobMonitor::JobMonitor(MonitorOptions options) : state_(std::make_unique<State>()) {
   State& s = *state_;
-  s.watch = JobWatch(s.token, std::move(master_pod));
+  s.watch = JobWatch(s.token, options.master_pod);
+  s.options = std::move(options);
   const bool v6 = std::any_of(s.addresses.begin(), s.addresses.end(), [](const std::string& a) { return a.find(':') != std::string::npos; });
   s.listen_fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s.listen_fd < 0 && v6) s.listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -271,6 +334,22 @@ JobWatch JobMonitor::finish(std::chrono::milliseconds drain) {
   for (auto& [id, c] : s.conns) ::close(c.fd);
   s.conns.clear();
   return s.watch;
+}
+
+std::set<std::string> JobMonitor::pods_still_up(const JobWatch& watch) const {
+  const auto candidates = watch.dropped_pods();
+  if (candidates.size() < 2) return {};
+  std::map<std::string, std::string> by_address;  // a candidate pod's address -> the pod
+  for (const auto& [pod, conns] : candidates) {
+    const auto it = state_->peers.find(conns.front());
+    if (it != state_->peers.end() && !it->second.empty()) by_address[it->second] = pod;
+  }
+  std::vector<std::string> addresses;
+  for (const auto& [address, pod] : by_address) addresses.push_back(address);
+  std::set<std::string> up;
+  for (const auto& address : sshd_answers(addresses, state_->options.ssh_port, state_->options.probe))
+    up.insert(by_address[address]);
+  return up;
 }
 
 }  // namespace gj

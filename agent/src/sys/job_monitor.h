@@ -8,18 +8,28 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "job_watch.h"
 
 namespace gj {
 
+struct MonitorOptions {
+  std::string master_pod;  // this pod's name as the rank wrappers give it (JobWatch)
+  int ssh_port = 22;       // GJ_SSH_PORT: where the pods' sshd answers the liveness probes
+  // A wrapper pings every second. One silent for this long is lost, unless its pod's sshd
+  // answers within `probe` (the pod is up and reachable: a slow, not a lost, connection). The
+  // probe's time adds to a failed job's end (pods_still_up), so it is short.
+  std::chrono::milliseconds silence{std::chrono::seconds(10)};
+  std::chrono::milliseconds probe{std::chrono::seconds(1)};
+};
+
 class JobMonitor {
  public:
   // Listens on a port the kernel picks, on every address of this pod; starts the thread.
-  // master_pod: this pod's name as the rank wrappers give it (JobWatch). Throws LaunchError
-  // (kInternal) naming the call that failed.
-  explicit JobMonitor(std::string master_pod);
+  // Throws LaunchError (kInternal) naming the call that failed.
+  explicit JobMonitor(MonitorOptions options);
   ~JobMonitor();
   JobMonitor(const JobMonitor&) = delete;
   JobMonitor& operator=(const JobMonitor&) = delete;
@@ -32,6 +42,12 @@ class JobMonitor {
   // After mpiexec has exited: waits up to `drain` for the wrappers still connected to report
   // (or drop), stops the thread and closes every connection. Returns what was seen.
   JobWatch finish(std::chrono::milliseconds drain);
+  // After finish(), when more than one pod is a candidate for the lost one (watch.dropped_pods():
+  // hydra's mpiexec kills the surviving pods' ranks within ~0.15 s of losing one pod, and under
+  // load those drops reach the master in the same wake as the lost pod's): the candidates whose
+  // sshd answers (at the address their wrappers connected from) within options.probe. Those
+  // pods are up; JobWatch::report takes them as such. Empty when there is nothing to tell apart.
+  std::set<std::string> pods_still_up(const JobWatch& watch) const;
 
  private:
   struct State;

@@ -307,7 +307,9 @@ class Wrapper {
 
   void end_program(const std::string& why) {
     if (kill_at_) return;
-    (void)why;
+    // On the rank's stderr (the pod log, through the launcher): why a program that did not fail
+    // was ended.
+    warn("rank " + std::to_string(g_.rank) + ": " + why + "; ending the program (SIGTERM)");
     ::kill(pid_, SIGTERM);
     kill_at_ = Clock::now() + std::chrono::seconds(2);
   }
