@@ -24,7 +24,7 @@ struct Departure {
   bool oom_kill = false;    // the pod's cgroup memory.events oom_kill rose while it ran
   std::string memory_max;   // the cgroup's memory.max ("max", bytes) when known
   bool ended_by_us = false; // the job was already failing when it left
-  std::string how;          // Dropped: how the connection ended ("closed", "silent for 10 s", ...)
+  std::string how;          // Dropped: how the connection ended ("closed", "went silent (...)", ...)
 };
 
 struct RankRecord {
@@ -75,7 +75,8 @@ class JobWatch {
   // A line from a connection (without its newline); now_ns: the master's CLOCK_REALTIME.
   WatchStep on_line(int conn, const std::string& line, std::int64_t now_ns);
   // The connection closed (or went silent) before the wrapper reported the program's exit;
-  // `how` says which ("closed by the wrapper's side", "silent for 10 s", an errno's text).
+  // `how` says which, as the summary words it after "connection to the master": "closed",
+  // "failed (<errno text>)", "went silent (...)".
   WatchStep on_drop(int conn, std::int64_t now_ns, std::string how = "");
 
   bool failing() const { return failing_; }

@@ -135,7 +135,7 @@ struct JobMonitor::State {
     if (step.job_failed_now) end = true;
   }
 
-  // how: for the summary, what the connection did ("closed", "went silent for 10 s", ...).
+  // how: for the summary, how the connection ended ("closed", "went silent (...)", ...).
   void drop(int id, bool tell_watch, const std::string& how = "") {
     auto it = conns.find(id);
     if (it == conns.end()) return;
