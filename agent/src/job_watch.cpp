@@ -225,8 +225,8 @@ std::optional<FailureReport> JobWatch::report(const std::set<std::string>& up_po
   // The master's own pod is alive (the master runs there), and so are the pods whose sshd still
   // answered. When a pod is lost, the launcher ends every other rank (hydra kills them within
   // 0.15 s of losing a proxy), and the master may see those wrappers' connections drop before
-  // (or in the same wake as) the lost pod's own. So while a rank of some other pod dropped, the
-  // drops of pods known to be up are that teardown, not the cause. A failure reported with an
+  // (or in the same wake as) the lost pod's own. So while a rank of a pod not known to be up
+  // dropped, the drops of pods known to be up are that teardown, not the cause. A failure reported with an
   // exit (code or signal) cannot race so: its wrapper reports before it exits, and only then does
   // the launcher learn of it; then the order of departures decides.
   const auto up = [&](const RankRecord& r) {
