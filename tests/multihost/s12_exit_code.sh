@@ -21,19 +21,18 @@ log=$(mh_podlog "$master")
 # Each pod's termination log, where every pod sees it (the pods' /tmp is their own).
 terms="$(dirname "$MH_PROG")/termination-logs.$$"
 mkdir -p "$terms"
-trap 'rm -rf "$terms"; mh_down' EXIT  # mh_up's cleanup too
+# mh_up's cleanup too, with the script's status: mh_down exits with the $? it finds (without
+# the `(exit "$rc")`, rm's 0, and a failed assertion would pass).
+trap 'rc=$?; rm -rf "$terms"; (exit "$rc"); mh_down' EXIT
 for pod in "${MH_PODS[@]}"; do
   : >"$terms/$pod"
   mh_agent_pod "$pod" 1 0 1 0 "${MH_FLAVOUR_ENV[@]}" GJ_TERMINATION_LOG="$terms/$pod" \
     -- "$MH_PROG" --loop 120 --fail 2 "$fail"
 done
-mh_wait_for_log "$log" "^FAIL 2 exit=$fail" 45 || mh_die "rank 2 never reached its failure"
+# Not anchored: hydra can join two ranks' output on one line ("RANK 0/3 host=...FAIL 2 exit=7").
+mh_wait_for_log "$log" "FAIL 2 exit=$fail" 45 || mh_die "rank 2 never reached its failure"
 start=$(mh_now_ms)
-mh_pod_wait "$master" 30
-elapsed=$(( $(mh_now_ms) - start ))
-mh_assert_eq "master exit code ($MH_FLAVOUR) when rank 2 fails" 7 "$MH_RC"
-mh_log "ok: the master ended $elapsed ms after rank 2 failed"
-[ "$elapsed" -lt 5000 ] || mh_die "the job ended $elapsed ms after rank 2 failed (want < 5 s)"
+mh_expect_rank_failure "$master" "$start" 30 "rank 2 failed" 0 5000
 mh_assert_one_line "one failure summary naming rank 2" \
   "rank failure: rank 2 (local rank 0, pod exit-worker-1) $status at " "$log"
 mh_assert_grep "the summary lists the other ranks as collateral" \

@@ -103,7 +103,8 @@ mh_looping_job() {
   local r log
   log=$(mh_podlog "$(mh_master)")
   for r in 0 1 2; do
-    mh_wait_for_log "$log" "^LOOP $r iter=0" 45 || mh_die "rank $r never started its loop"
+    # Not anchored: hydra can join two ranks' output on one line (mh_rank_lines).
+    mh_wait_for_log "$log" "LOOP $r iter=0 " 45 || mh_die "rank $r never started its loop"
   done
   mh_log "all ranks are looping"
 }
@@ -115,6 +116,20 @@ mh_rank_lines() {
   local out="$1.lines"
   sed -E 's/(RANK [0-9]|ALLREDUCE |TORCHDIST |PYRANK )/\n\1/g' "$1" >"$out"
   echo "$out"
+}
+
+# mh_expect_rank_failure <master pod> <start ms> <wait s> <what happened> <least ms> <most ms>:
+# the job ends with exit 7 ("a rank failed", README "Exit codes") between <least> and <most> ms
+# after <start>; MH_ELAPSED is how long it took.
+mh_expect_rank_failure() {
+  local master=$1 start=$2 wait=$3 what=$4 least=$5 most=$6
+  mh_pod_wait "$master" "$wait"
+  MH_ELAPSED=$(( $(mh_now_ms) - start ))
+  [ "$MH_RC" != timeout ] || mh_die "the job ($MH_FLAVOUR) still runs $wait s after $what"
+  mh_assert_eq "master exit code ($MH_FLAVOUR) after $what" 7 "$MH_RC"
+  mh_log "ok: job ($MH_FLAVOUR) ended $MH_ELAPSED ms after $what"
+  [ "$MH_ELAPSED" -ge "$least" ] || mh_die "the job ended $MH_ELAPSED ms after $what (want >= $least ms)"
+  [ "$MH_ELAPSED" -lt "$most" ] || mh_die "the job ended $MH_ELAPSED ms after $what (want < $most ms)"
 }
 
 mh_assert_eq() {  # <what> <expected> <actual>
