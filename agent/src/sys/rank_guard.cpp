@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -232,6 +233,11 @@ class Wrapper {
     ::close(err[1]);
     pid_ = program.pid;
     g_program_pid = program.pid;
+    // The program's exit wakes watch() at once (a pidfd is readable when its process ends), so
+    // the departure time is the exit's, not the next 50 ms poll's: a peer that fails because this
+    // program's sockets closed exits a few ms later, and the summary orders ranks by that time.
+    // Without pidfd_open (Linux < 5.3) the 50 ms poll still notices the exit.
+    pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
     if (const int early = g_early_signal; early != 0) ::kill(program.pid, early);
   }
 
@@ -324,8 +330,9 @@ class Wrapper {
         return *st;
       }
       if (kill_at_ && Clock::now() >= *kill_at_) ::kill(pid_, SIGKILL);
-      pollfd fds[3] = {{err_, POLLIN, 0}, {lib_, POLLIN, 0}, {monitor_, POLLIN, 0}};
-      ::poll(fds, 3, 50);
+      pollfd fds[4] = {{err_, POLLIN, 0}, {lib_, POLLIN, 0}, {monitor_, POLLIN, 0}, {pidfd_, POLLIN, 0}};
+      ::poll(fds, 4, 50);
+      if (pidfd_ >= 0 && fds[3].revents != 0) continue;  // exited: take its time first; finish() reads the rest
       if (err_ >= 0 && fds[0].revents != 0) relay_stderr(false);
       if (lib_ >= 0 && fds[1].revents != 0) from_library();
       if (monitor_ >= 0 && fds[2].revents != 0) from_monitor();
@@ -337,6 +344,8 @@ class Wrapper {
   }
 
   int finish(int st) {
+    if (pidfd_ >= 0) ::close(pidfd_);
+    pidfd_ = -1;
     // What the program wrote last (its traceback) is in the pipe; its own children may hold the
     // pipe open, so read what is there, not to EOF.
     if (err_ >= 0) {
@@ -413,6 +422,7 @@ class Wrapper {
   int lib_ = -1;
   int err_ = -1;
   int pid_ = -1;
+  int pidfd_ = -1;  // the program's pidfd, or -1 (pidfd_open unavailable)
   std::string token_;
   std::string partial_, lib_in_, mon_in_;
   std::deque<std::string> tail_;
