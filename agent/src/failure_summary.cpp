@@ -62,7 +62,7 @@ std::vector<std::string> render_failure_summary(const FailureReport& rep) {
   if (!r.stderr_tail.empty()) {
     out.push_back("  last " + std::to_string(r.stderr_tail.size()) + " line(s) of its stderr:");
     for (const auto& line : r.stderr_tail) out.push_back("  | " + line);
-  } else if (r.departure && r.departure->kind != Departure::Kind::Dropped) {
+  } else if (r.departure && !dropped(r)) {
     out.push_back("  its stderr was empty");
   }
   if (!rep.collateral.empty()) {

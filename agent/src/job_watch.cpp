@@ -111,7 +111,7 @@ void JobWatch::departed(int conn, const Departure& d, WatchStep& step) {
   r.departure->ended_by_us = failing_;
   if (!faulty(r)) return;
   const std::string what = departure_text(r);
-  tell_lost(conn, r.departure->kind == Departure::Kind::Dropped ? "pod " + r.pod + " " + what : what, step);
+  tell_lost(conn, dropped(r) ? "pod " + r.pod + " " + what : what, step);
   if (failing_) return;
   failing_ = true;
   step.job_failed_now = true;
@@ -208,7 +208,7 @@ std::map<std::string, std::vector<int>> JobWatch::dropped_pods() const {
   std::set<std::string> not_all;
   for (const auto& [conn, r] : ranks_) {
     if (r.pod == master_pod_) continue;
-    if (r.departure && r.departure->kind == Departure::Kind::Dropped) out[r.pod].push_back(conn);
+    if (dropped(r)) out[r.pod].push_back(conn);
     else not_all.insert(r.pod);
   }
   for (const auto& pod : not_all) out.erase(pod);
@@ -231,9 +231,6 @@ std::optional<FailureReport> JobWatch::report(const std::set<std::string>& up_po
   // the launcher learn of it; then the order of departures decides.
   const auto up = [&](const RankRecord& r) {
     return (!master_pod_.empty() && r.pod == master_pod_) || up_pods.count(r.pod) > 0;
-  };
-  const auto dropped = [](const RankRecord& r) {
-    return r.departure && r.departure->kind == Departure::Kind::Dropped;
   };
   const bool lost_elsewhere = std::any_of(by_time.begin(), by_time.end(), [&](const RankRecord* r) {
     return faulty(*r) && dropped(*r) && !up(*r);
@@ -258,10 +255,10 @@ std::optional<FailureReport> JobWatch::report(const std::set<std::string>& up_po
   }
   out.first = *first;
   out.left_ns = departure_time(*first);
-  if (first->departure && first->departure->kind == Departure::Kind::Dropped) {
+  if (dropped(*first)) {
     out.pod_lost = true;
     for (const auto& [conn, r] : ranks_)
-      if (r.pod == first->pod && (!r.departure || r.departure->kind != Departure::Kind::Dropped)) out.pod_lost = false;
+      if (r.pod == first->pod && !dropped(r)) out.pod_lost = false;
   }
   for (const RankRecord* r : by_time)
     if (r != first && (faulty(*r) || !r->departure)) out.collateral.push_back(*r);

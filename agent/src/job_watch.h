@@ -108,6 +108,9 @@ class JobWatch {
   std::string failure_reason_;
 };
 
+// The rank's wrapper connection dropped (closed, failed, went silent) without an exit report.
+inline bool dropped(const RankRecord& r) { return r.departure && r.departure->kind == Departure::Kind::Dropped; }
+
 // "SIGKILL", "SIGSEGV", ...; "signal 42" for one without a name here.
 std::string signal_name(int sig);
 // "2 GiB", "512 MiB", "1234567 bytes"; "max" -> "none".

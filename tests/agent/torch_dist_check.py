@@ -5,6 +5,7 @@ Then an allreduce and one DDP step that must leave identical weights on every ra
 Each rank's line ends with the intra-op thread count torch uses (torch.get_num_threads(), which
 follows the OMP_NUM_THREADS gj-mpirun sets) for the launcher's tests to check.
 Prints "TORCHDIST ok ..." per rank, or "TORCHDIST FAIL ..." and exits 1."""
+import gc
 import os
 import socket
 import sys
@@ -57,6 +58,18 @@ def main():
     dist.all_reduce(t)
     if t.item() != size * (size + 1) / 2:
         fail(f"allreduce {t.item()} != {size * (size + 1) / 2}")
+    ddp_step(rank, size)
+    # DDP's reducer holds the process group: with the model gone (and any cycle collected), the
+    # group's last reference is the one leave_together() destroys while every peer is still up.
+    gc.collect()
+    dist.barrier()
+    print(f"TORCHDIST ok rank={rank}/{size} host={socket.gethostname()} local={local}/{local_size} group={group} "
+          f"master={os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']} threads={torch.get_num_threads()}", flush=True)
+    leave_together(rank, size)
+
+
+def ddp_step(rank, size):
+    """One DDP step that must leave identical weights on every rank."""
     torch.manual_seed(1000 + rank)  # different initial weights: DDP must broadcast rank 0's
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -69,17 +82,14 @@ def main():
     dist.all_gather(ws, w)
     if any(not torch.equal(ws[0], o) for o in ws):
         fail("DDP step left different weights on the ranks")
-    dist.barrier()
-    print(f"TORCHDIST ok rank={rank}/{size} host={socket.gethostname()} local={local}/{local_size} group={group} "
-          f"master={os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']} threads={torch.get_num_threads()}", flush=True)
-    leave_together(rank, size)
 
 
 def leave_together(rank, size):
     """Destroys the process group, then leaves only once every rank has destroyed its own: a rank
     whose gloo peers exit while its process group is still alive can abort in torch's teardown
-    (std::terminate in a c10d thread, seen once with Debian 13's torch 2.6), which is torch's and
-    not what this program checks. The fence is the TCP store rank 0 serves (kept alive by this
+    (std::terminate, "terminate called without an active exception", seen twice in CI with Debian
+    13's torch 2.6: once before this fence, once with a DDP model still holding the group past it),
+    which is torch's and not what this program checks. The fence is the TCP store rank 0 serves (kept alive by this
     reference); rank 0 leaves last, after every other rank has stopped asking it."""
     from torch.distributed import distributed_c10d
     store = distributed_c10d._get_default_store()
