@@ -88,9 +88,10 @@ def leave_together(rank, size):
     """Destroys the process group, then leaves only once every rank has destroyed its own: a rank
     whose gloo peers exit while its process group is still alive can abort in torch's teardown
     (std::terminate, "terminate called without an active exception", seen twice in CI with Debian
-    13's torch 2.6: once before this fence, once with a DDP model still holding the group past it),
-    which is torch's and not what this program checks. The fence is the TCP store rank 0 serves (kept alive by this
-    reference); rank 0 leaves last, after every other rank has stopped asking it."""
+    13's torch 2.6: once before this fence, once with a DDP model still holding the group past
+    it), which is torch's and not what this program checks. The fence is the TCP store rank 0
+    serves (kept alive by this reference); rank 0 leaves last, after every other rank has stopped
+    asking it."""
     from torch.distributed import distributed_c10d
     store = distributed_c10d._get_default_store()
     dist.destroy_process_group()

@@ -1,5 +1,7 @@
 #include "internal.h"
 
+#include <time.h>
+
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -15,6 +17,12 @@ void throw_syscall_error(const std::string& call, int err, const std::string& fi
   std::string msg = call + " failed: " + std::strerror(err);
   if (!fix.empty()) msg += "; " + fix;
   throw_launch_error(exit_code::kInternal, msg);
+}
+
+std::int64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 std::string mode_text(mode_t mode) {

@@ -1,6 +1,7 @@
 // Helpers shared by the gj_agent_sys sources; not part of the contract with the agent.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <sys/types.h>
 
@@ -13,6 +14,9 @@ namespace gj {
 
 // "0644": a file mode as people read it in messages.
 std::string mode_text(mode_t mode);
+
+// CLOCK_REALTIME in ns: the time of departures the master compares across the pods' wrappers.
+std::int64_t realtime_ns();
 
 // The last non-empty line of a program's output (the one that usually says what went wrong).
 std::string last_line(std::string text);

@@ -8,7 +8,6 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -69,12 +68,6 @@ void ask_launcher_to_abort(int pmi_fd, int status) {
   const std::string line = "cmd=abort exitcode=" + std::to_string(status) + "\n";
   ssize_t n = ::send(pmi_fd, line.data(), line.size(), MSG_NOSIGNAL);
   (void)n;
-}
-
-std::int64_t realtime_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 // The pod's cgroup v2 directory: this process's "0::<path>" under /sys/fs/cgroup (in a pod with
