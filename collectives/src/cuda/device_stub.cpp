@@ -5,6 +5,8 @@ namespace gj::cuda {
 
 int device_count() noexcept { return 0; }
 
+std::string device_problem() { return ""; }
+
 bool is_device_pointer(const void*) { return false; }
 
 int pointer_device(const void*) { return -1; }

@@ -163,8 +163,23 @@ int env_int(const char* name, int fallback) {
   return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
 }
 
+// The installed driver's CUDA version (GJ_EMU_DRIVER_VERSION, default: this runtime's). Older
+// than CUDART_VERSION: the runtime cannot use it (cudaErrorInsufficientDriver from every call
+// that initializes it), while another runtime in the process (torch's cu12 build) still
+// allocates device memory through that driver (gjemu::foreign_alloc, the driver library).
+int driver_version() {
+  static const int v = [] {
+    const char* e = std::getenv("GJ_EMU_DRIVER_VERSION");
+    return e != nullptr && *e != '\0' ? std::atoi(e) : CUDART_VERSION;
+  }();
+  return v;
+}
+
+bool driver_too_old() { return driver_version() < CUDART_VERSION; }
+
 int device_count() {
   static const int n = [] {
+    if (driver_too_old()) return 0;
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
     if (visible != nullptr && (std::strcmp(visible, "-1") == 0 || *visible == '\0')) return 0;
     return std::max(0, env_int("GJ_EMU_DEVICES", 2));
@@ -302,6 +317,13 @@ cudaError_t launch(cudaStream_t stream, std::function<void()> work, const char* 
 
 int current_device() { return t_device; }
 
+void* foreign_alloc(int device, std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  void* m = std::aligned_alloc(256, (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256);
+  g_memory[static_cast<const char*>(m)] = Allocation{bytes, device};
+  return m;
+}
+
 int device_of(const void* p) {
   std::lock_guard<std::mutex> lock(g_mutex);
   const Allocation* a = find_allocation(p, nullptr);
@@ -338,7 +360,19 @@ extern "C" {
 
 cudaError_t cudaGetDeviceCount(int* count) {
   *count = device_count();
+  if (driver_too_old()) return fail(cudaErrorInsufficientDriver);
   return *count == 0 ? fail(cudaErrorNoDevice) : cudaSuccess;
+}
+
+// Neither initializes the runtime (the real ones answer with no usable driver too).
+cudaError_t cudaDriverGetVersion(int* version) {
+  *version = driver_version();
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  *version = CUDART_VERSION;
+  return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int* device) {
@@ -370,6 +404,7 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
@@ -389,6 +424,7 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorNotReady: return "device not ready";
     case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
@@ -512,6 +548,7 @@ cudaError_t cudaFreeHost(void* p) {
 }
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attr, const void* p) {
+  if (driver_too_old()) return fail(cudaErrorInsufficientDriver);
   std::lock_guard<std::mutex> lock(g_mutex);
   need_context();  // even for host memory: the runtime initializes the current device first
   std::memset(attr, 0, sizeof *attr);
@@ -861,10 +898,17 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsi
                                              cudaDriverEntryPointQueryResult* status) {
   if (symbol == nullptr || fn == nullptr) return fail(cudaErrorInvalidValue);
   *fn = nullptr;
+  if (driver_too_old()) return fail(cudaErrorInsufficientDriver);
   if (std::strcmp(symbol, "cuDevicePrimaryCtxGetState") == 0) *fn = reinterpret_cast<void*>(&emu_cuDevicePrimaryCtxGetState);
   if (std::strcmp(symbol, "cuPointerGetAttribute") == 0) *fn = reinterpret_cast<void*>(&emu_cuPointerGetAttribute);
   if (status != nullptr) *status = *fn != nullptr ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return cudaSuccess;
+}
+
+// The driver library's pointer query (emu/driver_emu.c, libcuda.so.1): answers whatever the
+// runtime's state, as the real driver does for memory any runtime allocated through it.
+CUresult gjemu_driver_cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  return emu_cuPointerGetAttribute(data, attribute, ptr);
 }
 
 }  // extern "C"
