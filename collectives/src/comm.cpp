@@ -185,6 +185,8 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
   try {
     const int cpus = cpus_of_this_process();
     const bool patient = set_up(*c, cpus);
+    // No NCCL for device buffers from the start: callers may refuse them without the queue.
+    if (!c->plan.use_nccl) c->device_decided.store(true, std::memory_order_release);
     mpi_check(MPI_Query_thread(&c->thread_level), "MPI_Query_thread");
     c->queue = std::make_unique<HostQueue>(c->mpi, *c->host, c->thread_level, patient, c->config.timeout_ms);
     c->queue->watch_peers(c->live);
@@ -247,27 +249,48 @@ int gjComm::alltoall_device(int buffer_device, bool empty, const char* call) {
 }
 
 gj::Backend& gjComm::backend_for(int buffer_device, const char* call) {
-  const bool is_device = buffer_device >= 0;
 #ifdef GJ_HAVE_NCCL
-  if (is_device && plan.use_nccl && !device) {
+  if (buffer_device >= 0 && plan.use_nccl && !device) {
     // Collective: every rank's first device collective comes here, in the same call order.
     gj::Work setup;
     setup.call = "NCCL communicator setup";
-    queue->run_blocking(setup, [&] {
-      try {
-        device = gj::make_nccl_backend(mpi, buffer_device, config);
-      } catch (const gj::Error& e) {
-        // No NCCL library or no device on some rank, or two ranks on one device: every rank
-        // learns it together inside make_nccl_backend, before NCCL init. Host buffers still
-        // work; this and every later device buffer get the reason.
-        if (e.code() != gjUnsupported || config.backend == gj::BackendChoice::Nccl) throw;
-        plan.use_nccl = false;
-        plan.no_nccl_reason = e.what();
-        gj::log(config, gj::LogLevel::Warn, rank, std::string("device buffers: host-only, ") + e.what());
-      }
-    });
+    queue->run_blocking(setup, [&] { create_device_backend(buffer_device); });
   }
 #endif
-  if (gj::backend_for(plan, is_device, call) == gjBackendNccl) return *device;
+  return chosen_backend(buffer_device, call);
+}
+
+gj::Backend& gjComm::backend_in_queue(int buffer_device, const char* call) {
+#ifdef GJ_HAVE_NCCL
+  if (buffer_device >= 0 && plan.use_nccl && !device) create_device_backend(buffer_device);
+#endif
+  return chosen_backend(buffer_device, call);
+}
+
+void gjComm::refuse_device_buffers_if_decided(const char* call) const {
+  if (device_decided.load(std::memory_order_acquire)) (void)gj::backend_for(plan, true, call);
+}
+
+gj::Backend& gjComm::chosen_backend(int buffer_device, const char* call) {
+  if (gj::backend_for(plan, buffer_device >= 0, call) == gjBackendNccl) return *device;
   return *host;
+}
+
+void gjComm::create_device_backend(int buffer_device) {
+#ifdef GJ_HAVE_NCCL
+  try {
+    device = gj::make_nccl_backend(mpi, buffer_device, config);
+  } catch (const gj::Error& e) {
+    // No NCCL library or no device on some rank, or two ranks on one device: every rank
+    // learns it together inside make_nccl_backend, before NCCL init. Host buffers still
+    // work; this and every later device buffer get the reason.
+    if (e.code() != gjUnsupported || config.backend == gj::BackendChoice::Nccl) throw;
+    plan.use_nccl = false;
+    plan.no_nccl_reason = e.what();
+    gj::log(config, gj::LogLevel::Warn, rank, std::string("device buffers: host-only, ") + e.what());
+  }
+  device_decided.store(true, std::memory_order_release);
+#else
+  (void)buffer_device;
+#endif
 }

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "api/op.h"
 #include "comm.h"
 #include "cuda/device.h"
+#include "cuda/stream_mark.h"
 #include "dtype.h"
 #include "grouped.h"
 #include "mpi/mpi_check.h"
@@ -50,34 +52,83 @@ int buffers_device(const char* call, const void* const* buffers, const char* con
 }
 
 // The backend a call's buffers belong to, after checking every non-empty buffer is one kind.
+// backend == nullptr: a deferred device call (defer_device), whose backend the progress thread
+// picks (creating the NCCL communicator there on the first device call).
 struct Target {
   bool device;
+  int index;  // the device of the buffers, -1 for host buffers
   Backend* backend;
 };
-Target target_of(gjComm* c, const char* call, const void* const* buffers, const char* const* names, int n) {
-  const int device = buffers_device(call, buffers, names, n);
-  return Target{device >= 0, &c->backend_for(device, call)};
+
+// A nonblocking call on device buffers waits for no peer: its agreement check, the NCCL
+// communicator's creation and its place behind earlier requests are the progress thread's, which
+// needs MPI_THREAD_MULTIPLE (else the call runs at once, as before: stream-ordered on the
+// caller's stream, after every earlier request).
+bool defer_device(const gjComm* c, gjRequest_t* request) {
+  return request != nullptr && c->thread_level >= MPI_THREAD_MULTIPLE;
 }
 
-// Runs body now (request == NULL) or as a request. Host work goes through the communicator's
-// queue; device work is enqueued on the caller's stream from this thread (stream order),
-// after every earlier host request, and its request completes with an event.
+Target target_of(gjComm* c, const char* call, const void* const* buffers, const char* const* names, int n,
+                 gjRequest_t* request) {
+  const int device = buffers_device(call, buffers, names, n);
+  if (device >= 0 && defer_device(c, request)) {
+    c->refuse_device_buffers_if_decided(call);
+    return Target{true, device, nullptr};
+  }
+  return Target{device >= 0, device, &c->backend_for(device, call)};
+}
+
+// A deferred device request: the caller's stream is marked now (the producer's kernels queued
+// so far); the progress thread later makes the backend's own stream wait for the mark, enqueues
+// the work there and records the completion event the request then waits for. The caller's
+// later kernels do not queue behind the communication; its buffers belong to the request until
+// gjWait/gjTest completes it (as with MPI's nonblocking calls).
+template <class Body>
+void issue_deferred(gjComm* c, const Target& t, Work w, Body&& body, gjRequest_t* request, void* stream) {
+  auto mark = std::make_shared<const cuda::StreamMark>(t.index, stream, w.call);
+  auto tail = std::make_shared<requests::DeviceTail>();
+  const char* call = w.call;
+  const int device = t.index;
+  w.body = [c, device, call, mark, tail, body = std::forward<Body>(body)] {
+    Backend& b = c->backend_in_queue(device, call);
+    if (!b.has_completions()) {
+      throw Error(gjUnsupported, std::string(call) +
+                                     ": nonblocking operations on device buffers need completion events, which this "
+                                     "build's device backend does not record; use the blocking call (stream-ordered)");
+    }
+    void* own = b.own_stream();
+    mark->make_wait(own);
+    body(b, own);
+    tail->set(b, b.record_completion(own));
+  };
+  *request = requests::make_deferred(c, c->queue->submit(std::move(w)), std::move(tail));
+}
+
+// Runs body(backend, stream) now (request == NULL) or as a request. Host work goes through the
+// communicator's queue; device work is deferred (issue_deferred) or, without a progress
+// thread, enqueued on the caller's stream from this thread after every earlier host request,
+// its request completing with an event.
 template <class Body>
 void issue(gjComm* c, const Target& t, Work w, Body&& body, gjRequest_t* request, void* stream) {
-  if (request == nullptr) return c->queue->run_blocking(w, body);
+  if (request == nullptr) {
+    Backend& b = *t.backend;
+    return c->queue->run_blocking(w, [&] { body(b, stream); });
+  }
   if (!t.device) {
-    w.body = std::forward<Body>(body);
+    w.body = [b = t.backend, stream, body = std::forward<Body>(body)] { body(*b, stream); };
     *request = requests::make_host(c, c->queue->submit(std::move(w)));
     return;
   }
+  if (t.backend == nullptr) return issue_deferred(c, t, std::move(w), std::forward<Body>(body), request, stream);
   if (!t.backend->has_completions()) {
     throw Error(gjUnsupported, std::string(w.call) +
                                    ": nonblocking operations on device buffers need completion events, which this "
                                    "build's device backend does not record; use the blocking call (stream-ordered)");
   }
   t.backend->check_completion_stream(stream);
-  c->queue->run_blocking(w, body);
-  *request = requests::make_polled(c, *t.backend, t.backend->record_completion(stream));
+  Backend& b = *t.backend;
+  c->queue->run_blocking(w, [&] { body(b, stream); });
+  *request = requests::make_polled(c, b, b.record_completion(stream));
 }
 
 // The work item of one call: what the agreement check compares across ranks (kind, element
@@ -104,14 +155,13 @@ Work reduction_work(const Op& o, const gjComm* c, Kind kind, std::uint64_t count
 void issue_allreduce(gjComm* c, const Op& o, const Checked&, gjRequest_t* request) {
   const void* buffers[] = {o.sendbuff, o.recvbuff};
   const char* names[] = {"sendbuff", "recvbuff"};
-  const Target t = target_of(c, o.call, buffers, names, 2);
+  const Target t = target_of(c, o.call, buffers, names, 2, request);
   Work w = reduction_work(o, c, Kind::AllReduce, o.count);
   if (!t.device && request != nullptr) {
     w.fuse = Work::Fusible{o.sendbuff, o.recvbuff, o.count, o.dtype(), o.op(), o.scale, c->fusion_threshold};
   }
-  Backend* b = t.backend;
-  auto body = [b, o] {
-    if (o.count > 0) b->allreduce_scaled(o.sendbuff, o.recvbuff, o.count, o.dtype(), o.op(), o.scale, o.stream);
+  auto body = [o](Backend& b, void* stream) {
+    if (o.count > 0) b.allreduce_scaled(o.sendbuff, o.recvbuff, o.count, o.dtype(), o.op(), o.scale, stream);
   };
   issue(c, t, std::move(w), std::move(body), request, o.stream);
 }
@@ -133,18 +183,18 @@ void issue_grouped(gjComm* c, const Op& o, const Checked& k, gjRequest_t* reques
   }
   std::vector<const char*> name_ptrs;
   for (const std::string& name : names) name_ptrs.push_back(name.c_str());
-  const Target t = target_of(c, o.call, buffers.data(), name_ptrs.data(), static_cast<int>(buffers.size()));
+  const Target t = target_of(c, o.call, buffers.data(), name_ptrs.data(), static_cast<int>(buffers.size()), request);
   Work w = reduction_work(o, c, Kind::GroupedAllReduce, k.total);
   w.sig.ntensors = static_cast<std::uint64_t>(o.ntensors);
   w.sig.counts_hash = hash_counts(o.counts, o.ntensors);
   w.agree_first = c->runs_agreement_check(true);
-  Backend* b = t.backend;
   const std::size_t threshold = c->fusion_threshold;
   const std::size_t total = k.total;
-  auto body = [b, o, total, threshold, sends = std::move(sends), recvs = std::move(recvs), counts = std::move(counts)] {
+  auto body = [o, total, threshold, sends = std::move(sends), recvs = std::move(recvs),
+               counts = std::move(counts)](Backend& b, void* stream) {
     if (total == 0) return;
-    grouped_allreduce(*b, sends.data(), recvs.data(), counts.data(), o.ntensors, o.dtype(), o.op(), o.scale, threshold,
-                      o.stream);
+    grouped_allreduce(b, sends.data(), recvs.data(), counts.data(), o.ntensors, o.dtype(), o.op(), o.scale, threshold,
+                      stream);
   };
   issue(c, t, std::move(w), std::move(body), request, o.stream);
 }
@@ -152,12 +202,11 @@ void issue_grouped(gjComm* c, const Op& o, const Checked& k, gjRequest_t* reques
 void issue_broadcast(gjComm* c, const Op& o, const Checked&, gjRequest_t* request) {
   const void* buffers[] = {o.recvbuff};
   const char* names[] = {"buff"};
-  const Target t = target_of(c, o.call, buffers, names, 1);
+  const Target t = target_of(c, o.call, buffers, names, 1, request);
   Work w = work_for(o, c, Kind::Broadcast, o.count);
   w.sig.root = static_cast<std::uint64_t>(o.root);
-  Backend* b = t.backend;
-  auto body = [b, o] {
-    if (o.count > 0) b->broadcast(o.recvbuff, o.count, o.dtype(), o.root, o.stream);
+  auto body = [o](Backend& b, void* stream) {
+    if (o.count > 0) b.broadcast(o.recvbuff, o.count, o.dtype(), o.root, stream);
   };
   issue(c, t, std::move(w), std::move(body), request, o.stream);
 }
@@ -169,13 +218,12 @@ void issue_allgather(gjComm* c, const Op& o, const Checked& k, gjRequest_t* requ
   const std::size_t mine = counts[static_cast<std::size_t>(c->rank)];
   const void* buffers[] = {mine > 0 ? o.sendbuff : nullptr, o.recvbuff};
   const char* names[] = {"sendbuff", "recvbuff"};
-  const Target t = target_of(c, o.call, buffers, names, 2);
+  const Target t = target_of(c, o.call, buffers, names, 2, request);
   Work w = work_for(o, c, Kind::AllGather, k.total);
   if (w.agree_first) w.sig.counts_hash = hash_counts(counts.data(), c->size);
-  Backend* b = t.backend;
   const std::size_t total = k.total;
-  auto body = [b, o, total, counts = std::move(counts)] {
-    if (total > 0) b->allgatherv(o.sendbuff, o.recvbuff, counts.data(), o.dtype(), o.stream);
+  auto body = [o, total, counts = std::move(counts)](Backend& b, void* stream) {
+    if (total > 0) b.allgatherv(o.sendbuff, o.recvbuff, counts.data(), o.dtype(), stream);
   };
   issue(c, t, std::move(w), std::move(body), request, o.stream);
 }
@@ -185,7 +233,7 @@ void issue_allgather(gjComm* c, const Op& o, const Checked& k, gjRequest_t* requ
 void issue_allgather_late(gjComm* c, const Op& o, const Checked&, gjRequest_t* request) {
   const void* buffers[] = {o.count > 0 ? o.sendbuff : nullptr};
   const char* names[] = {"sendbuff"};
-  const Target t = target_of(c, o.call, buffers, names, 1);
+  const Target t = target_of(c, o.call, buffers, names, 1, nullptr);
   if (t.device) {
     throw Error(gjUnsupported, std::string(o.call) +
                                    ": sendbuff is device memory; the receive plan runs on the "
@@ -218,13 +266,12 @@ void issue_reduce_scatter(gjComm* c, const Op& o, const Checked& k, gjRequest_t*
   const std::size_t mine = counts[static_cast<std::size_t>(c->rank)];
   const void* buffers[] = {o.sendbuff, mine > 0 ? o.recvbuff : nullptr};
   const char* names[] = {"sendbuff", "recvbuff"};
-  const Target t = target_of(c, o.call, buffers, names, 2);
+  const Target t = target_of(c, o.call, buffers, names, 2, request);
   Work w = reduction_work(o, c, Kind::ReduceScatter, k.total);
   if (w.agree_first) w.sig.counts_hash = hash_counts(counts.data(), c->size);
-  Backend* b = t.backend;
   const std::size_t total = k.total;
-  auto body = [b, o, total, counts = std::move(counts)] {
-    if (total > 0) b->reduce_scatter(o.sendbuff, o.recvbuff, counts.data(), o.dtype(), o.op(), o.scale, o.stream);
+  auto body = [o, total, counts = std::move(counts)](Backend& b, void* stream) {
+    if (total > 0) b.reduce_scatter(o.sendbuff, o.recvbuff, counts.data(), o.dtype(), o.op(), o.scale, stream);
   };
   issue(c, t, std::move(w), std::move(body), request, o.stream);
 }
@@ -241,16 +288,16 @@ void issue_alltoallv(gjComm* c, const Op& o, const Checked&, gjRequest_t* reques
   // A rank that sends and receives nothing still takes its peers' path (alltoall_device).
   const int device = c->alltoall_device(buffers_device(o.call, buffers, names, 2),
                                         buffers[0] == nullptr && buffers[1] == nullptr, o.call);
-  const Target t{device >= 0, &c->backend_for(device, o.call)};
+  // Not deferred: the kind's agreement above already waited for every rank.
+  const Target t{device >= 0, device, &c->backend_for(device, o.call)};
   // Counts differ per rank: the record agrees on the kind and dtype, and the body checks each
   // pair's counts (recvcounts[q] here == rank q's sendcounts for this rank) when checking.
   Work w = work_for(o, c, Kind::AllToAll, 0);
   const bool pairs = w.agree_first;
-  Backend* b = t.backend;
   const MPI_Comm mpi = c->mpi;
-  auto body = [b, o, pairs, mpi, sc = std::move(sc), rc = std::move(rc)] {
+  auto body = [o, pairs, mpi, sc = std::move(sc), rc = std::move(rc)](Backend& b, void* stream) {
     if (pairs) alltoall::require_matching_counts(mpi, o.call, sc.data(), rc.data());
-    b->alltoallv(o.sendbuff, sc.data(), o.recvbuff, rc.data(), o.dtype(), o.stream);
+    b.alltoallv(o.sendbuff, sc.data(), o.recvbuff, rc.data(), o.dtype(), stream);
   };
   issue(c, t, std::move(w), std::move(body), request, o.stream);
 }
@@ -265,8 +312,8 @@ void issue_adasum(gjComm* c, const Op& o, const Checked&, gjRequest_t* request) 
   }
   Work w = work_for(o, c, Kind::Adasum, o.count);
   const MPI_Comm mpi = c->mpi;
-  auto body = [o, mpi] { adasum::host_adasum(mpi, o.sendbuff, o.recvbuff, o.count, o.dtype()); };
-  issue(c, Target{false, c->host.get()}, std::move(w), std::move(body), request, nullptr);
+  auto body = [o, mpi](Backend&, void*) { adasum::host_adasum(mpi, o.sendbuff, o.recvbuff, o.count, o.dtype()); };
+  issue(c, Target{false, -1, c->host.get()}, std::move(w), std::move(body), request, nullptr);
 }
 
 void issue_barrier(gjComm* c, const Op& o, const Checked&, gjRequest_t* request) {
@@ -276,8 +323,8 @@ void issue_barrier(gjComm* c, const Op& o, const Checked&, gjRequest_t* request)
   w.agree_first = c->runs_agreement_check(false);
   const MPI_Comm mpi = c->mpi;
   const char* call = o.call;
-  auto body = [mpi, call] { mpi_check(MPI_Barrier(mpi), std::string(call) + ": MPI_Barrier"); };
-  issue(c, Target{false, c->host.get()}, std::move(w), std::move(body), request, nullptr);
+  auto body = [mpi, call](Backend&, void*) { mpi_check(MPI_Barrier(mpi), std::string(call) + ": MPI_Barrier"); };
+  issue(c, Target{false, -1, c->host.get()}, std::move(w), std::move(body), request, nullptr);
 }
 
 void issue_op(gjComm* c, const Op& o, const Checked& k, gjRequest_t* request) {
