@@ -218,6 +218,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return p.grad is not None and (self._counts[i] > 0 or i not in self._grad_accs)
 
     def _issue(self, members):
+        # Before anything reaches another rank: refused on every rank alike.
+        _streams.require_not_capturing(self._params[members[0]], "DistributedOptimizer")
         _join.announce_step(self)  # once per step, before its first request
         # The bucket runs on this thread's current stream, after every member's gradient stream.
         issue_stream = _streams.current(self._params[members[0]])
