@@ -8,13 +8,18 @@
 //            stream, not the caller's);
 //   producer the collective reads what the caller's stream produced before the call: the input
 //            is written by a copy queued behind a stalled kernel, released 200 ms after the call.
+// Against the emulation also: the NCCL call ran on another stream than the caller's, and that
+// stream waited for an event of the caller's (the emulation's per-stream records, found with
+// dlsym; absent from the real runtime and NCCL, where only the behaviour above is checked).
 // gjWait is where rank 0 waits; every result is exact (small integers).
 // Exit codes: 0 pass, 1 wrong behaviour (printed), 2 usage, 77 skipped (not enough devices).
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <mpi.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -60,6 +65,25 @@ bool all_equal(const DeviceBuffer& b, float value) {
   return true;
 }
 
+// The emulation's records (tests/gpu/emu): the stream of the latest NCCL call, and whether one
+// stream waited for an event of another. nullptr against the real runtime and NCCL.
+using LastStream = cudaStream_t (*)();
+using WaitedFor = int (*)(cudaStream_t, cudaStream_t);
+LastStream emulated_last_nccl_stream() {
+  const char* path = std::getenv("GJ_NCCL_LIBRARY");
+  void* nccl = path != nullptr ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  return nccl != nullptr ? reinterpret_cast<LastStream>(dlsym(nccl, "gjemu_nccl_last_stream")) : nullptr;
+}
+
+void expect_own_stream(const std::string& name, cudaStream_t caller) {
+  const LastStream last = emulated_last_nccl_stream();
+  const auto waited = reinterpret_cast<WaitedFor>(dlsym(RTLD_DEFAULT, "gjemu_stream_waited_for"));
+  if (last == nullptr || waited == nullptr) return;
+  const cudaStream_t used = last();
+  expect(used != caller, name + ": the NCCL call ran on the library's own stream, not the caller's");
+  expect(waited(used, caller) == 1, name + ": the library's stream waited for an event of the caller's stream");
+}
+
 // Rank 1 arrives late; rank 0 times its device gjIallReduce (after `before`, e.g. a pending host
 // request) and, while rank 1 still sleeps, whether its own stream is free. Both then wait.
 void late_peer_case(const char* name, gjComm_t comm, cudaStream_t s, bool host_first) {
@@ -93,6 +117,7 @@ void late_peer_case(const char* name, gjComm_t comm, cudaStream_t s, bool host_f
   if (host_request != nullptr) ok(gjWait(host_request), comm, std::string(name) + ": gjWait(host)");
   ok(gjWait(device_request), comm, std::string(name) + ": gjWait(device)");
   expect(all_equal(dev, 3.0f), std::string(name) + ": device allreduce exact (1 + 2)");
+  expect_own_stream(name, s);
   if (host_first) expect(host[kCount - 1] == 3.0f, std::string(name) + ": host allreduce exact");
 }
 

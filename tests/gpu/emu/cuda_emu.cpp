@@ -70,6 +70,7 @@ struct Stream {
   bool running = false;
   bool stop = false;
   bool destroyed = false;  // guarded by g_mutex: its handle is invalid, its work still runs
+  std::set<const Stream*> waited_for;  // guarded by g_mutex: streams whose events it waited on
   std::thread worker;
   Capture* capture = nullptr;  // guarded by g_mutex
 
@@ -828,6 +829,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   }
   if (e->stream == nullptr || e->stream == s) return cudaSuccess;
   Stream* other = e->stream;
+  s->waited_for.insert(other);
   const unsigned long long position = e->position;
   enqueue_locked(s, Task{[other, position] { other->wait_for(position); }});
   return cudaSuccess;
@@ -903,6 +905,16 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsi
   if (std::strcmp(symbol, "cuPointerGetAttribute") == 0) *fn = reinterpret_cast<void*>(&emu_cuPointerGetAttribute);
   if (status != nullptr) *status = *fn != nullptr ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return cudaSuccess;
+}
+
+// Not CUDA's: 1 when `stream` ever waited (cudaStreamWaitEvent) for an event recorded on `other`
+// (nullptr: the current device's legacy stream), for tests that assert the order between
+// streams; a test finds it with dlsym (absent from the real runtime).
+int gjemu_stream_waited_for(cudaStream_t stream, cudaStream_t other) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Stream* s = resolve(stream);
+  Stream* o = resolve(other);
+  return s != nullptr && o != nullptr && s->waited_for.count(o) != 0 ? 1 : 0;
 }
 
 // The driver library's pointer query (emu/driver_emu.c, libcuda.so.1): answers whatever the
