@@ -52,8 +52,10 @@ int buffers_device(const char* call, const void* const* buffers, const char* con
 }
 
 // The backend a call's buffers belong to, after checking every non-empty buffer is one kind.
-// backend == nullptr: a deferred device call (defer_device), whose backend the progress thread
-// picks (creating the NCCL communicator there on the first device call).
+// backend == nullptr for device buffers: the device backend is picked where the call runs in
+// the queue's order (gjComm::backend_in_queue; the first device call creates the NCCL
+// communicator there, on every rank in the same call), never from the caller's thread while an
+// earlier queued call may be creating it.
 struct Target {
   bool device;
   int index;  // the device of the buffers, -1 for host buffers
@@ -68,14 +70,14 @@ bool defer_device(const gjComm* c, gjRequest_t* request) {
   return request != nullptr && c->thread_level >= MPI_THREAD_MULTIPLE;
 }
 
-Target target_of(gjComm* c, const char* call, const void* const* buffers, const char* const* names, int n,
-                 gjRequest_t* request) {
-  const int device = buffers_device(call, buffers, names, n);
-  if (device >= 0 && defer_device(c, request)) {
-    c->refuse_device_buffers_if_decided(call);
-    return Target{true, device, nullptr};
-  }
-  return Target{device >= 0, device, &c->backend_for(device, call)};
+Target device_or_host(gjComm* c, const char* call, int device) {
+  if (device < 0) return Target{false, -1, &c->backend_for(-1, call)};
+  c->refuse_device_buffers_if_decided(call);  // known already: refused before any queueing
+  return Target{true, device, nullptr};
+}
+
+Target target_of(gjComm* c, const char* call, const void* const* buffers, const char* const* names, int n) {
+  return device_or_host(c, call, buffers_device(call, buffers, names, n));
 }
 
 // A deferred device request: the caller's stream is marked now (the producer's kernels queued
@@ -110,25 +112,35 @@ void issue_deferred(gjComm* c, const Target& t, Work w, Body&& body, gjRequest_t
 // its request completing with an event.
 template <class Body>
 void issue(gjComm* c, const Target& t, Work w, Body&& body, gjRequest_t* request, void* stream) {
+  const char* call = w.call;
   if (request == nullptr) {
-    Backend& b = *t.backend;
-    return c->queue->run_blocking(w, [&] { body(b, stream); });
+    return c->queue->run_blocking(w, [&] {
+      body(t.backend != nullptr ? *t.backend : c->backend_in_queue(t.index, call), stream);
+    });
   }
   if (!t.device) {
     w.body = [b = t.backend, stream, body = std::forward<Body>(body)] { body(*b, stream); };
     *request = requests::make_host(c, c->queue->submit(std::move(w)));
     return;
   }
-  if (t.backend == nullptr) return issue_deferred(c, t, std::move(w), std::forward<Body>(body), request, stream);
-  if (!t.backend->has_completions()) {
-    throw Error(gjUnsupported, std::string(w.call) +
-                                   ": nonblocking operations on device buffers need completion events, which this "
-                                   "build's device backend does not record; use the blocking call (stream-ordered)");
-  }
-  t.backend->check_completion_stream(stream);
-  Backend& b = *t.backend;
-  c->queue->run_blocking(w, [&] { body(b, stream); });
-  *request = requests::make_polled(c, b, b.record_completion(stream));
+  if (defer_device(c, request)) return issue_deferred(c, t, std::move(w), std::forward<Body>(body), request, stream);
+  // No progress thread: enqueued on the caller's stream now, after every earlier request. The
+  // capture and stream checks first (StreamMark), so a refusal has no side effect on any rank.
+  (void)cuda::StreamMark(t.index, stream, call);
+  Backend* used = nullptr;
+  void* handle = nullptr;
+  c->queue->run_blocking(w, [&] {
+    Backend& b = c->backend_in_queue(t.index, call);
+    if (!b.has_completions()) {
+      throw Error(gjUnsupported, std::string(call) +
+                                     ": nonblocking operations on device buffers need completion events, which "
+                                     "this build's device backend does not record; use the blocking call");
+    }
+    body(b, stream);
+    handle = b.record_completion(stream);
+    used = &b;
+  });
+  *request = requests::make_polled(c, *used, handle);
 }
 
 // The work item of one call: what the agreement check compares across ranks (kind, element
@@ -155,7 +167,7 @@ Work reduction_work(const Op& o, const gjComm* c, Kind kind, std::uint64_t count
 void issue_allreduce(gjComm* c, const Op& o, const Checked&, gjRequest_t* request) {
   const void* buffers[] = {o.sendbuff, o.recvbuff};
   const char* names[] = {"sendbuff", "recvbuff"};
-  const Target t = target_of(c, o.call, buffers, names, 2, request);
+  const Target t = target_of(c, o.call, buffers, names, 2);
   Work w = reduction_work(o, c, Kind::AllReduce, o.count);
   if (!t.device && request != nullptr) {
     w.fuse = Work::Fusible{o.sendbuff, o.recvbuff, o.count, o.dtype(), o.op(), o.scale, c->fusion_threshold};
@@ -183,7 +195,7 @@ void issue_grouped(gjComm* c, const Op& o, const Checked& k, gjRequest_t* reques
   }
   std::vector<const char*> name_ptrs;
   for (const std::string& name : names) name_ptrs.push_back(name.c_str());
-  const Target t = target_of(c, o.call, buffers.data(), name_ptrs.data(), static_cast<int>(buffers.size()), request);
+  const Target t = target_of(c, o.call, buffers.data(), name_ptrs.data(), static_cast<int>(buffers.size()));
   Work w = reduction_work(o, c, Kind::GroupedAllReduce, k.total);
   w.sig.ntensors = static_cast<std::uint64_t>(o.ntensors);
   w.sig.counts_hash = hash_counts(o.counts, o.ntensors);
@@ -202,7 +214,7 @@ void issue_grouped(gjComm* c, const Op& o, const Checked& k, gjRequest_t* reques
 void issue_broadcast(gjComm* c, const Op& o, const Checked&, gjRequest_t* request) {
   const void* buffers[] = {o.recvbuff};
   const char* names[] = {"buff"};
-  const Target t = target_of(c, o.call, buffers, names, 1, request);
+  const Target t = target_of(c, o.call, buffers, names, 1);
   Work w = work_for(o, c, Kind::Broadcast, o.count);
   w.sig.root = static_cast<std::uint64_t>(o.root);
   auto body = [o](Backend& b, void* stream) {
@@ -218,7 +230,7 @@ void issue_allgather(gjComm* c, const Op& o, const Checked& k, gjRequest_t* requ
   const std::size_t mine = counts[static_cast<std::size_t>(c->rank)];
   const void* buffers[] = {mine > 0 ? o.sendbuff : nullptr, o.recvbuff};
   const char* names[] = {"sendbuff", "recvbuff"};
-  const Target t = target_of(c, o.call, buffers, names, 2, request);
+  const Target t = target_of(c, o.call, buffers, names, 2);
   Work w = work_for(o, c, Kind::AllGather, k.total);
   if (w.agree_first) w.sig.counts_hash = hash_counts(counts.data(), c->size);
   const std::size_t total = k.total;
@@ -233,7 +245,7 @@ void issue_allgather(gjComm* c, const Op& o, const Checked& k, gjRequest_t* requ
 void issue_allgather_late(gjComm* c, const Op& o, const Checked&, gjRequest_t* request) {
   const void* buffers[] = {o.count > 0 ? o.sendbuff : nullptr};
   const char* names[] = {"sendbuff"};
-  const Target t = target_of(c, o.call, buffers, names, 1, nullptr);
+  const Target t = target_of(c, o.call, buffers, names, 1);
   if (t.device) {
     throw Error(gjUnsupported, std::string(o.call) +
                                    ": sendbuff is device memory; the receive plan runs on the "
@@ -266,7 +278,7 @@ void issue_reduce_scatter(gjComm* c, const Op& o, const Checked& k, gjRequest_t*
   const std::size_t mine = counts[static_cast<std::size_t>(c->rank)];
   const void* buffers[] = {o.sendbuff, mine > 0 ? o.recvbuff : nullptr};
   const char* names[] = {"sendbuff", "recvbuff"};
-  const Target t = target_of(c, o.call, buffers, names, 2, request);
+  const Target t = target_of(c, o.call, buffers, names, 2);
   Work w = reduction_work(o, c, Kind::ReduceScatter, k.total);
   if (w.agree_first) w.sig.counts_hash = hash_counts(counts.data(), c->size);
   const std::size_t total = k.total;
@@ -288,8 +300,7 @@ void issue_alltoallv(gjComm* c, const Op& o, const Checked&, gjRequest_t* reques
   // A rank that sends and receives nothing still takes its peers' path (alltoall_device).
   const int device = c->alltoall_device(buffers_device(o.call, buffers, names, 2),
                                         buffers[0] == nullptr && buffers[1] == nullptr, o.call);
-  // Not deferred: the kind's agreement above already waited for every rank.
-  const Target t{device >= 0, device, &c->backend_for(device, o.call)};
+  const Target t = device_or_host(c, o.call, device);
   // Counts differ per rank: the record agrees on the kind and dtype, and the body checks each
   // pair's counts (recvcounts[q] here == rank q's sendcounts for this rank) when checking.
   Work w = work_for(o, c, Kind::AllToAll, 0);
