@@ -32,6 +32,8 @@
 #include "sys/rank_guard.h"
 #include "sys/job_monitor.h"
 #include "failure_summary.h"
+#include "preflight.h"
+#include "preflight_run.h"
 #include "rank_env.h"
 #include "sys/readiness.h"
 #include "session_env.h"
@@ -214,7 +216,9 @@ MpiexecRequest mpiexec_request(const MasterJob& job, const Flavour& flavour) {
 int print_dry_run(const MasterJob& job, const MpiexecRequest& req, const Flavour& flavour, bool json, const EnvMap& env) {
   const MpiexecCommand cmd = build_mpiexec_command(job.plan, req);
   check_exec_size(cmd, env);
-  const MasterDryRun d{job.plan, cmd, flavour.flavour, flavour.source, true};
+  MasterDryRun d{job.plan, cmd, flavour.flavour, flavour.source, true};
+  d.preflight = job.spec.settings.no_wait ? std::vector<std::string>{"preflight: skipped with the readiness gate (--no-wait)"}
+                                          : preflight_dry_run_lines(job.plan, job.spec.settings);
   write_stdout(json ? master_dry_run_json(d) : master_dry_run_text(d));
   return exit_code::kOk;
 }
@@ -271,6 +275,26 @@ void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
     throw AgentError{exit_code::kWorkersUnreachable, unreachable_message(report, settings.ready_timeout_s)};
   }
   spdlog::info("all {} host(s) ready after {} ms", report.hosts.size(), report.elapsed.count());
+}
+
+// Step 4b, pre-flight checks (preflight_run.h): every pod's GPUs against its limit, then the
+// network between the pods. They need every pod's sshd, so they run only after the gate.
+void preflight_checks(const MasterJob& job, const MpiexecRequest& req) {
+  const AgentSettings& settings = job.spec.settings;
+  if (settings.no_wait) {
+    spdlog::debug("pre-flight checks skipped: --no-wait skipped the readiness gate they need");
+    return;
+  }
+  PreflightPods pods;
+  pods.ssh_prefix = {"ssh"};
+  const auto args = ssh_client_args(req.ssh);
+  pods.ssh_prefix.insert(pods.ssh_prefix.end(), args.begin(), args.end());
+  pods.self = self_executable();
+  for (std::size_t i = 0; i < job.plan.hosts.size(); ++i) {
+    const std::string& h = job.plan.hosts[i].host;
+    if (h == job.spec.master_host || (job.mpijob && is_this_pod(h, job.spec.pod_name))) pods.local_index = i;
+  }
+  run_preflight(job.plan, settings, pods);
 }
 
 // This pod's name as the rank wrappers report it to the job monitor (the platform's
@@ -344,6 +368,7 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   log_plan(job, flavour);
   start_sshd_and_copy_keys(job, env, req);
   wait_for_hosts(job, req);
+  preflight_checks(job, req);
   return launch(job, req, env);
 }
 
