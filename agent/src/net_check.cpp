@@ -20,8 +20,8 @@ bool measured(const LinkResult& l) { return l.error.empty() && l.bytes_per_s > 0
 
 // Far below: a bandwidth under the median's 1/kSlowFactor, a round trip over kSlowFactor times the
 // median and 1 ms more (sub-millisecond round trips jitter by more than their own size).
-bool slow_rate(double v, double med) { return med > 0 && v >= 0 && v * kSlowFactor < med; }
-bool slow_rtt(double v, double med) { return med >= 0 && v > med * kSlowFactor && v > med + 1000.0; }
+bool slow_rate(double v, double med, double factor) { return med > 0 && v >= 0 && v * factor < med; }
+bool slow_rtt(double v, double med, double factor) { return med >= 0 && v > med * factor && v > med + 1000.0; }
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -137,8 +137,10 @@ NetFinding analyse_links(const std::vector<std::string>& pods, const std::vector
   for (std::size_t i = 0; i < n; ++i) {
     if (pod_rate[i].empty()) continue;
     const double r = median(pod_rate[i]), t = median(pod_rtt[i]);
-    if (slow_rate(r, pods_rate) || slow_rtt(t, pods_rtt)) {
+    if (slow_rate(r, pods_rate, kSlowFactor) || slow_rtt(t, pods_rtt, kSlowFactor)) {
       named[i] = true;
+      for (const auto& l : links)
+        if (measured(l) && (l.from == i || l.to == i)) out.suspects.emplace_back(l.from, l.to);
       out.slow.push_back("pod " + pods[i] + " is far below the job's median on all its links: " + rate_text(r) +
                          " (median " + rate_text(pods_rate) + "), round trip " + rtt_text(t) + " (median " +
                          rtt_text(pods_rtt) + ")");
@@ -146,12 +148,27 @@ NetFinding analyse_links(const std::vector<std::string>& pods, const std::vector
   }
   for (const auto& l : links) {
     if (!measured(l) || l.from >= n || l.to >= n || named[l.from] || named[l.to]) continue;
-    if (slow_rate(l.bytes_per_s, link_rate) || slow_rtt(l.rtt_us, link_rtt))
+    if (slow_rate(l.bytes_per_s, link_rate, kLinkSlowFactor) || slow_rtt(l.rtt_us, link_rtt, kLinkSlowFactor)) {
+      out.suspects.emplace_back(l.from, l.to);
       out.slow.push_back("link " + pods[l.from] + " -> " + pods[l.to] + " is far below the job's median: " +
                          rate_text(l.bytes_per_s) + " (median " + rate_text(link_rate) + "), round trip " +
                          rtt_text(l.rtt_us) + " (median " + rtt_text(link_rtt) + ")");
+    }
   }
   return out;
+}
+
+std::vector<LinkResult> merge_remeasured(std::vector<LinkResult> links, const std::vector<LinkResult>& again) {
+  for (const auto& a : again) {
+    if (!measured(a)) continue;
+    for (auto& l : links)
+      if (l.from == a.from && l.to == a.to) {
+        if (!measured(l)) l = a;
+        l.bytes_per_s = std::max(l.bytes_per_s, a.bytes_per_s);
+        l.rtt_us = std::min(l.rtt_us, a.rtt_us);
+      }
+  }
+  return links;
 }
 
 }  // namespace gj

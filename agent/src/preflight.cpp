@@ -1,5 +1,7 @@
 #include "preflight.h"
 
+#include "net_check.h"
+
 #include "agent_error.h"
 #include "exit_codes.h"
 #include "quote.h"
@@ -47,7 +49,7 @@ std::vector<std::string> preflight_dry_run_lines(const LaunchPlan& plan, const A
                   "; a pod short of GPUs ends the job (exit 8)");
   if (network_check_runs(plan, s))
     out.push_back("preflight: network: " + std::to_string(plan.hosts.size()) + " pods, each to the next, the previous " +
-                  "and the one across the ring: 10 round trips and " + std::to_string(s.preflight_bytes) +
+                  "and the one across the ring: 10 round trips and 2 x " + std::to_string(s.preflight_bytes) +
                   " bytes per link on TCP port " + std::to_string(s.preflight_port) + ", at most " +
                   std::to_string(kNetBudgetMs / 1000) + " s; a pod or link below 1/3 of the median is " +
                   (s.preflight == PreflightMode::Strict ? "an error (GJ_PREFLIGHT=strict, exit 8)" : "a warning"));
@@ -59,16 +61,19 @@ std::vector<std::string> preflight_dry_run_lines(const LaunchPlan& plan, const A
 }
 
 std::vector<std::string> net_probe_args(const NetProbeArgs& a) {
-  return {kPreflightNetFlag,        std::to_string(a.self),      std::to_string(a.port),
-          std::to_string(a.bytes),  std::to_string(a.budget_ms), join(a.addresses, ",")};
+  std::vector<std::string> targets;
+  for (const auto t : a.targets) targets.push_back(std::to_string(t));
+  return {kPreflightNetFlag,       std::to_string(a.self),      std::to_string(a.port),
+          std::to_string(a.bytes), std::to_string(a.budget_ms), join(a.addresses, ","),
+          targets.empty() ? "-" : join(targets, ","), std::to_string(a.incoming)};
 }
 
 NetProbeArgs parse_net_probe_args(const std::vector<std::string>& args) {
   const auto bad = [](const std::string& what) {
     return AgentError{exit_code::kUsage, "--preflight-net: " + what +
-                                             "; usage: --preflight-net <self> <port> <bytes> <budget ms> <addr,addr,...>"};
+                                             "; usage: --preflight-net <self> <port> <bytes> <budget ms> <addr,addr,...> <targets> <incoming>"};
   };
-  if (args.size() != 5) throw bad(std::to_string(args.size()) + " argument(s)");
+  if (args.size() != 7) throw bad(std::to_string(args.size()) + " argument(s)");
   const auto number = [&](const std::string& s, const char* name) {
     if (s.empty() || s.size() > 12 || s.find_first_not_of("0123456789") != std::string::npos)
       throw bad(std::string(name) + " " + quoted_value(s) + " is not a number");
@@ -80,6 +85,12 @@ NetProbeArgs parse_net_probe_args(const std::vector<std::string>& args) {
   a.bytes = number(args[2], "bytes");
   a.budget_ms = number(args[3], "budget");
   a.addresses = split(args[4], ',');
+  if (args[5] != "-")
+    for (const auto& t : split(args[5], ',')) {
+      a.targets.push_back(static_cast<std::size_t>(number(t, "target")));
+      if (a.targets.back() >= a.addresses.size()) throw bad("target " + t + " is not an index of the addresses");
+    }
+  a.incoming = static_cast<std::size_t>(number(args[6], "incoming"));
   if (a.self >= a.addresses.size()) throw bad("self " + args[0] + " is not an index of the " +
                                               std::to_string(a.addresses.size()) + " address(es)");
   if (a.port < 1 || a.port > 65535) throw bad("port " + args[1] + " out of range");

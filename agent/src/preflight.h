@@ -27,14 +27,16 @@ bool network_check_runs(const LaunchPlan& plan, const AgentSettings& settings);
 // The dry run's lines ("# preflight: ..."): what would be checked, or why not.
 std::vector<std::string> preflight_dry_run_lines(const LaunchPlan& plan, const AgentSettings& settings);
 
-// [--preflight-net, <self>, <port>, <bytes>, <budget ms>, <addr,addr,...>] and back (throws
-// AgentError kUsage naming the bad argument).
+// [--preflight-net, <self>, <port>, <bytes>, <budget ms>, <addr,addr,...>, <targets>, <incoming>]
+// and back (throws AgentError kUsage naming the bad argument); targets "1,3" or "-" for none.
 struct NetProbeArgs {
   std::size_t self = 0;
   int port = 0;
   std::int64_t bytes = 0;
   std::int64_t budget_ms = 0;
   std::vector<std::string> addresses;
+  std::vector<std::size_t> targets;
+  std::size_t incoming = 0;
 };
 std::vector<std::string> net_probe_args(const NetProbeArgs& a);
 NetProbeArgs parse_net_probe_args(const std::vector<std::string>& args);

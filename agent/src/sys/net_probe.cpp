@@ -141,30 +141,34 @@ LinkResult measure(std::size_t self, std::size_t to, const std::string& address,
     }
     rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
-  std::sort(rtts.begin(), rtts.end());
-  r.rtt_us = rtts[rtts.size() / 2];
-  unsigned char hdr[9] = {'B'};
+  // The fastest round trip and the faster of two transfers: on a busy pod, scheduling only
+  // ever adds time, so the best figure is the link's and a slow link has no fast one.
+  r.rtt_us = *std::min_element(rtts.begin(), rtts.end());
   const auto total = static_cast<std::uint64_t>(o.bytes);
-  for (int i = 0; i < 8; ++i) hdr[1 + i] = static_cast<unsigned char>(total >> (56 - 8 * i));
-  const auto t0 = Clock::now();
-  bool ok = write_full(fd, reinterpret_cast<const char*>(hdr), sizeof hdr);
-  std::uint64_t sent = 0;
-  while (ok && sent < total) {
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(total - sent, kChunk));
-    ok = write_full(fd, buf.data(), n);
-    if (ok) sent += n;
-  }
-  char ack = 0;
-  ok = ok && read_full(fd, &ack, 1) && ack == 'A';
-  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (ok) {
-    r.bytes_per_s = static_cast<double>(total) / std::max(secs, 1e-9);
-    write_full(fd, "E", 1);
-  } else {
+  for (int round = 0; round < kNetTransfers; ++round) {
+    unsigned char hdr[9] = {'B'};
+    for (int i = 0; i < 8; ++i) hdr[1 + i] = static_cast<unsigned char>(total >> (56 - 8 * i));
+    const auto t0 = Clock::now();
+    bool ok = write_full(fd, reinterpret_cast<const char*>(hdr), sizeof hdr);
+    std::uint64_t sent = 0;
+    while (ok && sent < total) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(total - sent, kChunk));
+      ok = write_full(fd, buf.data(), n);
+      if (ok) sent += n;
+    }
+    char ack = 0;
+    ok = ok && read_full(fd, &ack, 1) && ack == 'A';
+    const double secs = std::max(std::chrono::duration<double>(Clock::now() - t0).count(), 1e-9);
     // What got through before the budget ended is still a figure: the link's upper bound.
-    r.bytes_per_s = static_cast<double>(sent) / std::max(secs, 1e-9);
-    r.error = std::to_string(sent >> 10) + " KiB of " + std::to_string(total >> 10) + " KiB sent within the budget";
+    r.bytes_per_s = std::max(r.bytes_per_s, static_cast<double>(sent) / secs);
+    if (!ok) {
+      if (round == 0)
+        r.error = std::to_string(sent >> 10) + " KiB of " + std::to_string(total >> 10) + " KiB sent within the budget";
+      ::close(fd);
+      return r;
+    }
   }
+  write_full(fd, "E", 1);
   ::close(fd);
   return r;
 }
@@ -201,7 +205,7 @@ std::vector<LinkResult> run_net_probe(const NetProbeOptions& o) {
     throw_launch_error(exit_code::kSetupFailed, "the network check cannot listen on port " + std::to_string(o.port) +
                                                     ": " + std::strerror(e) + "; set GJ_PREFLIGHT_PORT to a free port");
   }
-  const std::size_t expected = net_incoming(n, o.self);
+  const std::size_t expected = o.incoming;
   std::atomic<std::size_t> done{0};
   std::vector<std::thread> servers;
   std::thread acceptor([&] {
@@ -216,7 +220,8 @@ std::vector<LinkResult> run_net_probe(const NetProbeOptions& o) {
     }
   });
   std::vector<LinkResult> results;
-  for (const std::size_t t : net_targets(n, o.self)) results.push_back(measure(o.self, t, o.addresses[t], o, deadline));
+  for (const std::size_t t : o.targets)
+    if (t < n) results.push_back(measure(o.self, t, o.addresses[t], o, deadline));
   acceptor.join();
   for (auto& s : servers) s.join();
   ::close(lfd);

@@ -19,10 +19,12 @@ struct NetProbeOptions {
   int port = 0;
   std::int64_t bytes = 4 << 20;        // sent on each link
   std::chrono::milliseconds budget{5000};
+  std::vector<std::size_t> targets;  // the pods this one measures (net_targets)
+  std::size_t incoming = 0;          // how many pods measure their link to this one (net_incoming)
 };
 
-// Listens on the port, measures the links net_targets names (round trips, then `bytes`), and
-// serves the net_incoming pods that measure their link to this one, until they are done or the
+// Listens on the port, measures the links to `targets` (round trips, then `bytes`), and
+// serves the `incoming` pods that measure their link to this one, until they are done or the
 // budget ends. A link not done by then is reported with its error. Throws LaunchError
 // (kSetupFailed) when the port cannot be bound.
 std::vector<LinkResult> run_net_probe(const NetProbeOptions& options);
