@@ -5,6 +5,7 @@
 #include "agent_error.h"
 #include "exit_codes.h"
 #include "quote.h"
+#include "rank_env.h"
 #include "text.h"
 
 namespace gj {
@@ -58,6 +59,15 @@ std::vector<std::string> preflight_dry_run_lines(const LaunchPlan& plan, const A
     out.push_back("preflight: NCCL: ranks log NCCL's INIT/NET lines to <state dir>/nccl/ (NCCL_DEBUG=INFO, "
                   "NCCL_DEBUG_SUBSYS=INIT,NET) unless NCCL_DEBUG is set");
   return out;
+}
+
+void add_nccl_transport_log(LaunchPlan& plan, const AgentSettings& settings) {
+  if (settings.preflight == PreflightMode::Off || !plan.rank_env) return;
+  bool gpus = false;
+  for (const auto& q : gpu_questions(plan)) gpus = gpus || q.limit > 0;
+  if (!gpus || plan.command.size() < 3 || plan.command[1] != kRankExecFlag) return;
+  plan.rank_env->nccl_log_dir = settings.state_dir + "/nccl";
+  plan.command[2] = encode_rank_env_spec(*plan.rank_env);
 }
 
 std::vector<std::string> net_probe_args(const NetProbeArgs& a) {

@@ -27,6 +27,11 @@ bool network_check_runs(const LaunchPlan& plan, const AgentSettings& settings);
 // The dry run's lines ("# preflight: ..."): what would be checked, or why not.
 std::vector<std::string> preflight_dry_run_lines(const LaunchPlan& plan, const AgentSettings& settings);
 
+// GPU jobs with the rank environment (and GJ_PREFLIGHT not off): every rank logs NCCL's INIT/NET
+// lines to <state dir>/nccl on its pod (rank_env.h, RankEnvSpec::nccl_log_dir), for the master's
+// transport line (nccl_transport.h). Re-encodes the rank-exec command's spec.
+void add_nccl_transport_log(LaunchPlan& plan, const AgentSettings& settings);
+
 // [--preflight-net, <self>, <port>, <bytes>, <budget ms>, <addr,addr,...>, <targets>, <incoming>]
 // and back (throws AgentError kUsage naming the bad argument); targets "1,3" or "-" for none.
 struct NetProbeArgs {

@@ -195,6 +195,7 @@ MasterJob plan_job(const JobSpec& spec, const EnvMap& env, const CommandLine& cl
     const bool first_rank_here = first == job.spec.master_host || (job.mpijob && is_this_pod(first, job.spec.pod_name));
     const std::string rendezvous = job.mpijob ? rendezvous_host(first, job.spec.pod_name, job.spec.master_host) : first;
     add_rank_env(job.plan, self_executable(), env, choose_master_port(first_rank_here, job.spec.master_host), rendezvous);
+    add_nccl_transport_log(job.plan, job.spec.settings);
   }
   for (const auto& w : job.plan.warnings) spdlog::warn("{}", w);
   return job;
@@ -374,7 +375,8 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
 
 int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   const RankExecArgs rank_args = parse_rank_exec_args(args);
-  const RankEnv rank = rank_environment(env, decode_rank_env_spec(rank_args.spec), read_cpu_facts().facts);
+  const RankEnvSpec spec = decode_rank_env_spec(rank_args.spec);
+  const RankEnv rank = rank_environment(env, spec, read_cpu_facts().facts);
   for (const auto& w : rank.warnings) spdlog::warn("{}", w);
   EnvMap program_env = env;
   for (const auto& [name, value] : rank.set) program_env[name] = value;
@@ -383,6 +385,16 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   // wrote down before it became sshd (sshd rewrites its own environment block).
   const AgentSettings settings = resolve_settings_of(env, {"GJ_STATE_DIR", "GJ_TERMINATION_LOG"});
   if (const auto pod_path = read_pod_path(settings.state_dir)) program_env["PATH"] = *pod_path;
+  // NCCL opens NCCL_DEBUG_FILE itself and writes to stdout when it cannot: the folder must exist.
+  const bool nccl_log = std::any_of(rank.set.begin(), rank.set.end(), [](const auto& v) { return v.first == "NCCL_DEBUG_FILE"; });
+  if (nccl_log) {
+    try {
+      ensure_private_dir(spec.nccl_log_dir, "the NCCL debug folder");
+    } catch (const LaunchError& e) {
+      spdlog::warn("NCCL's transport is not logged for the master: {}", e.message);
+      for (const char* name : {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"}) program_env.erase(name);
+    }
+  }
   RankGuard guard;
   guard.argv = rank_args.command;
   guard.monitor = rank_args.monitor;
