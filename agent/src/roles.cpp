@@ -218,7 +218,7 @@ int print_dry_run(const MasterJob& job, const MpiexecRequest& req, const Flavour
   const MpiexecCommand cmd = build_mpiexec_command(job.plan, req);
   check_exec_size(cmd, env);
   MasterDryRun d{job.plan, cmd, flavour.flavour, flavour.source, true};
-  d.preflight = job.spec.settings.no_wait ? std::vector<std::string>{"preflight: skipped with the readiness gate (--no-wait)"}
+  d.preflight = job.spec.settings.no_wait ? std::vector<std::string>{"preflight: GPU and network checks skipped with the readiness gate (--no-wait)"}
                                           : preflight_dry_run_lines(job.plan, job.spec.settings);
   write_stdout(json ? master_dry_run_json(d) : master_dry_run_text(d));
   return exit_code::kOk;
