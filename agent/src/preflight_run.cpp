@@ -188,10 +188,10 @@ void check_network(const LaunchPlan& plan, const AgentSettings& settings, const 
 
 }  // namespace
 
-void run_preflight(const LaunchPlan& plan, const AgentSettings& settings, const PreflightPods& pods) {
+std::vector<PodRdma> run_preflight(const LaunchPlan& plan, const AgentSettings& settings, const PreflightPods& pods) {
   if (settings.preflight == PreflightMode::Off) {
     spdlog::debug("pre-flight checks off (GJ_PREFLIGHT=off)");
-    return;
+    return {};
   }
   const bool gpus = [&] {
     for (const auto& q : gpu_questions(plan))
@@ -201,12 +201,27 @@ void run_preflight(const LaunchPlan& plan, const AgentSettings& settings, const 
   const bool network = network_check_runs(plan, settings);
   if (!gpus && !network) {
     spdlog::debug("pre-flight checks: a CPU job on one pod; nothing to check");
-    return;
+    return {};
   }
   std::vector<std::string> errors;
   const auto facts = ask_pods(plan, settings, pods, errors);
   check_gpu_answers(plan, facts, errors);
   if (network) check_network(plan, settings, pods, facts);
+  std::vector<PodRdma> rdma;
+  for (std::size_t i = 0; i < facts.size(); ++i)
+    if (facts[i]) rdma.push_back({plan.hosts[i].host, facts[i]->rdma_devices, facts[i]->nccl_ib_hca});
+  return rdma;
+}
+
+void log_nccl_transport(const std::vector<std::pair<std::string, std::string>>& rank_summaries,
+                        const std::vector<PodRdma>& pods) {
+  std::vector<std::pair<std::string, NcclRankTransport>> ranks;
+  for (const auto& [pod, line] : rank_summaries)
+    if (const auto t = parse_nccl_summary(line)) ranks.emplace_back(pod, *t);
+  if (ranks.empty()) return;
+  const NcclTransportReport report = nccl_transport_report(ranks, pods);
+  spdlog::info("{}", report.line);
+  log_lines(report.warnings, spdlog::level::warn);
 }
 
 int run_preflight_nvml(const EnvMap& env) {

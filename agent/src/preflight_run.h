@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "env_map.h"
+#include "nccl_transport.h"
 #include "plan.h"
 #include "settings.h"
 
@@ -27,7 +28,13 @@ struct PreflightPods {
 
 // GPUs, then the network. Throws AgentError (kPreflightFailed) naming the pod when a pod sees
 // fewer GPUs than its limit or a GPU reports ECC errors, and (strict) when a pod or link is slow.
-void run_preflight(const LaunchPlan& plan, const AgentSettings& settings, const PreflightPods& pods);
+// Returns each pod's RDMA facts (empty when nothing was asked), for the NCCL transport report.
+std::vector<PodRdma> run_preflight(const LaunchPlan& plan, const AgentSettings& settings, const PreflightPods& pods);
+
+// The master's NCCL transport line and warnings from the ranks' summaries (pod, the line a rank
+// wrapper read with nccl_summary_of_file, sys/nccl_log.h); nothing when no rank sent one.
+void log_nccl_transport(const std::vector<std::pair<std::string, std::string>>& rank_summaries,
+                        const std::vector<PodRdma>& pods);
 
 // The hidden modes (main.cpp dispatches them before any role): each prints its lines to stdout.
 int run_preflight_facts(const EnvMap& env);

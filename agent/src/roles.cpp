@@ -280,11 +280,12 @@ void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
 
 // Step 4b, pre-flight checks (preflight_run.h): every pod's GPUs against its limit, then the
 // network between the pods. They need every pod's sshd, so they run only after the gate.
-void preflight_checks(const MasterJob& job, const MpiexecRequest& req) {
+// Returns the pods' RDMA facts for the NCCL transport report (log_nccl_transport) at the job's end.
+std::vector<PodRdma> preflight_checks(const MasterJob& job, const MpiexecRequest& req) {
   const AgentSettings& settings = job.spec.settings;
   if (settings.no_wait) {
     spdlog::debug("pre-flight checks skipped: --no-wait skipped the readiness gate they need");
-    return;
+    return {};
   }
   PreflightPods pods;
   pods.ssh_prefix = {"ssh"};
@@ -295,7 +296,7 @@ void preflight_checks(const MasterJob& job, const MpiexecRequest& req) {
     const std::string& h = job.plan.hosts[i].host;
     if (h == job.spec.master_host || (job.mpijob && is_this_pod(h, job.spec.pod_name))) pods.local_index = i;
   }
-  run_preflight(job.plan, settings, pods);
+  return run_preflight(job.plan, settings, pods);
 }
 
 // This pod's name as the rank wrappers report it to the job monitor (the platform's
@@ -369,7 +370,10 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   log_plan(job, flavour);
   start_sshd_and_copy_keys(job, env, req);
   wait_for_hosts(job, req);
-  preflight_checks(job, req);
+  // The RDMA facts wait for the rank wrappers' NCCL summaries (log_nccl_transport), which the job
+  // monitor does not carry yet.
+  const std::vector<PodRdma> rdma = preflight_checks(job, req);
+  (void)rdma;
   return launch(job, req, env);
 }
 

@@ -184,14 +184,12 @@ std::vector<LinkResult> run_net_probe(const NetProbeOptions& o) {
   if (lfd < 0) throw_syscall_error("socket", errno);
   const int one = 1;
   ::setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  // On the pod's own address (the one the others connect to), so that probes of pods sharing a
+  // network namespace (the tests' loopback addresses) do not take each other's port.
   sockaddr_storage sa{};
   socklen_t len = 0;
-  if (family == AF_INET6) {
-    auto* s6 = reinterpret_cast<sockaddr_in6*>(&sa);
-    s6->sin6_family = AF_INET6;
-    s6->sin6_addr = in6addr_any;
-    s6->sin6_port = htons(static_cast<std::uint16_t>(o.port));
-    len = sizeof *s6;
+  if (self_addr) {
+    len = self_addr->to_sockaddr(o.port, &sa);
   } else {
     auto* s4 = reinterpret_cast<sockaddr_in*>(&sa);
     s4->sin_family = AF_INET;
