@@ -49,5 +49,8 @@ NetProbeArgs parse_net_probe_args(const std::vector<std::string>& args);
 // The network check's time budget per pod: fixed, whatever the job's size (each pod measures 3
 // links at once with the others), so 64 pods take what 4 do.
 inline constexpr std::int64_t kNetBudgetMs = 6000;
+// Rounds in which the links behind a finding are measured again, alone, before it is believed:
+// each round costs only the suspects' pods, and only when there are suspects.
+inline constexpr int kNetRemeasures = 2;
 
 }  // namespace gj

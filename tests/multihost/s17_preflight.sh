@@ -6,7 +6,7 @@
 #      mpiexec, naming that pod, the count and the devices it sees; no other pod is named.
 #   b) even links (a CPU job): the network check measures 12 links and warns about none; the
 #      job runs.
-#   c) worker 2's link shaped with tc (tbf, both directions of its veth): the check names that
+#   c) worker 2's link shaped with tc (tbf at 200 Mbit/s, both directions of its veth): the check names that
 #      pod with its bandwidth and round trip, and no other pod or link; the job still runs
 #      (a warning by default).
 # The cluster's pods have no GPU driver, so the GPU probe reads only the fake trees.
@@ -53,7 +53,7 @@ mv "$log" "$log.a"
 
 # b) even links, CPU job: 12 links measured, no warning
 restart_workers
-mh_agent_job 1 0 1 0 GJ_PREFLIGHT=on GJ_PREFLIGHT_BYTES=1048576 -- "$MH_PROG"
+mh_agent_job 1 0 1 0 GJ_PREFLIGHT=on -- "$MH_PROG"
 mh_pod_wait "$master" 60
 mh_assert_eq "master exit code with even links" 0 "$MH_RC"
 mh_assert_grep "the network check measured every pod's 3 links" 'network check: 12 link\(s\) between 4 pod\(s\)' "$log"
@@ -62,17 +62,17 @@ mh_assert_grep "the job ran after the checks" '^ALLREDUCE ok sum=10 expected=10$
 grep -E 'network check|all 4 host' "$log" >&2
 mv "$log" "$log.b"
 
-# c) worker 2 shaped to 40 Mbit/s both ways (veth v3 on the bridge side, eth0 in the pod)
+# c) worker 2 shaped to 200 Mbit/s both ways (a few GB/s between the others) (veth v3 on the bridge side, eth0 in the pod)
 restart_workers
 shaped=pf-worker-2
 if ! ip -n "$MH_PREFIX-br" link show v3 >/dev/null 2>&1; then mh_die "test bug: no veth v3 for $shaped"; fi
-if ! { tc -n "$MH_PREFIX-br" qdisc add dev v3 root tbf rate 40mbit burst 32kbit latency 400ms &&
-       tc -n "${MH_NS[$shaped]}" qdisc add dev eth0 root tbf rate 40mbit burst 32kbit latency 400ms; }; then
+if ! { tc -n "$MH_PREFIX-br" qdisc add dev v3 root tbf rate 200mbit burst 32kbit latency 400ms &&
+       tc -n "${MH_NS[$shaped]}" qdisc add dev eth0 root tbf rate 200mbit burst 32kbit latency 400ms; }; then
   [ "${CI:-}" = true ] && mh_die "tc tbf failed (sch_tbf missing?) under CI"
   mh_log "SKIP: tc tbf failed here (sch_tbf missing?); parts a and b passed"
   exit "$MH_SKIP"
 fi
-mh_agent_job 1 0 1 0 GJ_PREFLIGHT=on GJ_PREFLIGHT_BYTES=1048576 -- "$MH_PROG"
+mh_agent_job 1 0 1 0 GJ_PREFLIGHT=on -- "$MH_PROG"
 mh_pod_wait "$master" 60
 mh_assert_eq "master exit code with one slow pod (a warning by default)" 0 "$MH_RC"
 mh_assert_grep "the slow pod is named with its bandwidth and round trip" \
