@@ -165,7 +165,7 @@ def agent_rows(repo, lines):
     {target: folder} for every target a cell places (`gj_bool_word` (collectives/src/common))."""
     rows, places = [], {}
     for header, body in tables(lines):
-        if not header or header[0] != "target" or not any("may depend on" in h for h in header):
+        if not header or not header[0].startswith("target") or not any("may depend on" in h for h in header):
             continue
         deps = [i for i, h in enumerate(header) if "may depend on" in h][0]
         for number, cells in body:
