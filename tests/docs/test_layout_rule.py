@@ -15,7 +15,7 @@ import layout_rule  # noqa: E402
 
 ARCHITECTURE = """# Architecture
 
-| target | what | may depend on |
+| target (folder) | what | may depend on |
 |---|---|---|
 | `gj_agent_common` (agent/src/common) | exit codes (`exit_codes.h`) | nothing |
 | `gj_agent_text` (agent/src/text) | quoting (`quote.h`) | common |
