@@ -301,4 +301,5 @@ def check_library_edges(repo, doc, lines):
 
 def check(repo, doc, lines):
     """Every finding of docs/architecture.md's tables against the tree under repo."""
+    repo = os.path.abspath(repo)  # paths are compared by prefix
     return check_names(repo, doc, lines) + check_agent_edges(repo, doc, lines) + check_library_edges(repo, doc, lines)
