@@ -10,6 +10,8 @@ interpreter given as argv[2]:
             naming both and how to choose
   gj wins   the same with GJ_HOROVOD_ALIAS=gj: the alias runs and says what it shadows
   horovod   the same with GJ_HOROVOD_ALIAS=horovod: `import horovod` is the stand-in
+  plain     without gj-mpirun, the documented PYTHONPATH entry: horovod.torch is gj.torch; beside
+            the stand-in, `import horovod` is an ImportError naming both
 
     alias_checks.py <gj-mpirun> <python>
 Prints FAIL lines and exits 1 on a failure; OK at the end.
@@ -101,9 +103,24 @@ def main(gj_mpirun, python):
         code, out = run(gj_mpirun, python, work, "standin", dict(with_standin, GJ_HOROVOD_ALIAS="horovod"), [])
         check(code == 0 and out.count("RANK-RESULT standin: " + os.path.join(standin, "horovod", "__init__.py")) == 2,
               "horovod wins: import horovod is the stand-in on both ranks", out)
+        # Without gj-mpirun: the documented PYTHONPATH entry, in one plain process.
+        import gj
+        alias = os.path.join(os.path.dirname(gj.__file__), "horovod_alias")
+        plain = dict(os.environ, PYTHONPATH=alias + (":" + base if base else ""))
+        plain.pop("GJ_HOROVOD_ALIAS", None)
+        p = subprocess.run([python, os.path.join(work, "rank.py"), "alias"], env=plain, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120)
+        check(p.returncode == 0 and "RANK-RESULT alias rank 0 of 1" in p.stdout and "horovod is gj " in p.stdout,
+              "without gj-mpirun: the PYTHONPATH entry alone makes horovod.torch gj.torch", p.stdout)
+        plain["PYTHONPATH"] = alias + ":" + standin + (":" + base if base else "")
+        p = subprocess.run([python, "-c", "import horovod"], env=plain, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120)
+        check(p.returncode != 0 and "ImportError: gj's horovod alias (" + alias in p.stdout
+              and "Horovod (" + os.path.join(standin, "horovod") in p.stdout and "GJ_HOROVOD_ALIAS=gj" in p.stdout,
+              "without gj-mpirun beside a stand-in: import horovod is an ImportError naming both", p.stdout)
     if failures:
         return 1
-    print("OK: horovod alias on, off, refused beside a stand-in Horovod, gj wins, horovod wins")
+    print("OK: horovod alias on, off, refused beside a stand-in Horovod, gj wins, horovod wins, without gj-mpirun")
     return 0
 
 
