@@ -25,7 +25,9 @@ class _Neutral:
 
     def __new__(cls, *args, **kwargs):
         del args, kwargs
-        return object.__new__(_bound(cls, _backend.keras()))
+        if "_gj_class" not in cls.__dict__:  # a gj class: made over tf.keras's Keras (copies keep theirs)
+            cls = _bound(cls, _backend.keras())
+        return object.__new__(cls)
 
     def __init__(self, **base_kwargs):
         # What the Keras base's __init__ gets, again if set_model moves the callback to the other Keras.
