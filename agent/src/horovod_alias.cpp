@@ -105,8 +105,13 @@ void add_horovod_alias(LaunchPlan& plan, HorovodAlias choice, const HorovodAlias
                          " and gj's horovod alias (" + probe.alias_dir +
                          "); say which `import horovod` is: GJ_HOROVOD_ALIAS=gj (gj " + gj_version +
                          ") or GJ_HOROVOD_ALIAS=horovod (the installed Horovod)"};
+  // After the alias: the ranks' PYTHONPATH as it would have been (an --export PYTHONPATH=VALUE,
+  // else the master's own).
+  std::optional<std::string> rest = env_value(env, "PYTHONPATH");
+  for (const auto& v : plan.exports)
+    if (v.name == "PYTHONPATH" && v.value) rest = v.value;
   std::string path = probe.alias_dir;
-  if (const auto mine = env_value(env, "PYTHONPATH")) path += ":" + *mine;
+  if (rest && !rest->empty()) path += ":" + *rest;
   plan.exports.erase(std::remove_if(plan.exports.begin(), plan.exports.end(),
                                     [](const ForwardedVar& v) {
                                       return v.name == "PYTHONPATH" || v.name == "GJ_HOROVOD_ALIAS";

@@ -31,8 +31,9 @@ struct HorovodAliasProbe {
 // Throws AgentError (kBadEnvironment) when the output is not the probe's.
 HorovodAliasProbe parse_horovod_alias_probe(const std::string& python, const std::string& output);
 
-// Adds PYTHONPATH=<alias folder>[:<the master's PYTHONPATH>] and GJ_HOROVOD_ALIAS=<choice> to
-// plan.exports (replacing a PYTHONPATH export already there) and a note; with
+// Adds PYTHONPATH=<alias folder>[:<an --export PYTHONPATH=VALUE's value, else the master's
+// PYTHONPATH>] and GJ_HOROVOD_ALIAS=<choice> to plan.exports (replacing a PYTHONPATH export
+// already there) and a note; with
 // HorovodAlias::Horovod and a Horovod installed, only a note (the installed one runs). Throws
 // AgentError (kBadEnvironment): no gj in the interpreter, or a Horovod installed and the choice
 // On (one line naming both and how to choose).

@@ -45,6 +45,10 @@ TEST_CASE("the alias folder goes first in the ranks' PYTHONPATH, the master's en
   add_horovod_alias(plan, HorovodAlias::On, probe(), {{"PYTHONPATH", "/code:/lib"}}, "python3");
   CHECK(exported(plan, "PYTHONPATH") == "/site/gj/horovod_alias:/code:/lib");
   CHECK(exported(plan, "GJ_HOROVOD_ALIAS") == "1");
+  LaunchPlan given;  // --export PYTHONPATH=VALUE: that value follows the alias
+  given.exports.push_back({"PYTHONPATH", "/mine"});
+  add_horovod_alias(given, HorovodAlias::On, probe(), {{"PYTHONPATH", "/code"}}, "python3");
+  CHECK(exported(given, "PYTHONPATH") == "/site/gj/horovod_alias:/mine");
   LaunchPlan bare;
   add_horovod_alias(bare, HorovodAlias::Gj, probe(), {}, "python3");
   CHECK(exported(bare, "PYTHONPATH") == "/site/gj/horovod_alias");
