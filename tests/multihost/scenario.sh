@@ -18,7 +18,7 @@ mh_scenario_init() {
 # mh_platform_env <pod> <master cpu> <master gpu> <worker cpu> <worker gpu>: sets MH_ENV to
 # the variables the platform writes into that pod, and GJ_PREFLIGHT=off (MH_PREFLIGHT to change
 # it): the pre-flight checks cost every job start a second of ssh and measurement, which only
-# s17_preflight.sh tests (it passes GJ_PREFLIGHT=on, after these, so it wins); MPI_HOST (the workers' <pod>.<job>, in
+# s18_preflight.sh tests (it passes GJ_PREFLIGHT=on, after these, so it wins); MPI_HOST (the workers' <pod>.<job>, in
 # order, no slots) only on the master, as Volcano's mpi plugin does.
 mh_platform_env() {
   local pod=$1 role=worker workers=$((${#MH_PODS[@]} - 1)) hosts="" i

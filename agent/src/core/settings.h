@@ -25,6 +25,9 @@ enum class HostfileMode { Auto, Always, Never };
 // Pre-flight checks (docs/agent.md): On: a pod short of GPUs ends the job, a slow link is a
 // warning; Strict: a slow link ends the job too; Off: nothing is checked.
 enum class PreflightMode { On, Strict, Off };
+// The `horovod` alias (horovod_alias.h): off; on (refused beside an installed Horovod); on and gj
+// wins over an installed Horovod; the installed Horovod wins where there is one, else gj.
+enum class HorovodAlias { Off, On, Gj, Horovod };
 
 // Settings of gj-mpirun itself. No defaults here: default_settings() gives the table's.
 struct AgentSettings {
@@ -49,6 +52,7 @@ struct AgentSettings {
   bool default_exports = true;
   std::string master_host;  // empty: <pod>.<job>
   bool rank_env = true;     // torchrun's RANK, WORLD_SIZE, ... for every rank
+  HorovodAlias horovod_alias = HorovodAlias::Off;
   std::string log_level;
   std::string termination_log;  // the pod's termination message file
   PreflightMode preflight = PreflightMode::On;

@@ -1,7 +1,7 @@
 // Reading this pod's GPUs and RDMA devices for the pre-flight check (pod_facts.h). NVML is the
 // driver's own library, opened at run time (no build dependency, no GPU needed to build); where
 // the image has no NVML, the driver's proc tree. `root` ("/" in a pod) prefixes every path read
-// here, so that tests give a fake tree (tests/multihost/s17_preflight.sh), as GJ_NVML_LIBRARY
+// here, so that tests give a fake tree (tests/multihost/s18_preflight.sh), as GJ_NVML_LIBRARY
 // gives a fake NVML.
 //
 // gj-mpirun is a static binary: dlopen in it loads the image's libc next to the one linked in,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Scenario 17: the pre-flight checks between the readiness gate and mpiexec (docs/agent.md,
+# Scenario 18: the pre-flight checks between the readiness gate and mpiexec (docs/agent.md,
 # "Pre-flight checks"), on 4 pods (master + 3 workers):
 #   a) GPUs: every pod has a GPU limit of 8 and a fake driver proc tree (GJ_GPU_ROOT, the GPU
 #      probe's seam) with 8 devices, but worker 1's shows 7: the job ends with exit 8 before
