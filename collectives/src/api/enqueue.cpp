@@ -20,7 +20,7 @@
 #include "cuda/stream_mark.h"
 #include "dtype.h"
 #include "grouped.h"
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 #include "requests.h"
 #include "validate.h"
 #include "work.h"
