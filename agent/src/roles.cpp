@@ -306,7 +306,18 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
   const Environment environment = environment_block(env, cmd.env);
   spdlog::info("running: {}", shell_join(redacted_argv(cmd.argv)));
   JobEnd end;
-  if (monitor) end.requested = &monitor->end_requested();
+  if (monitor) {
+    end.requested = &monitor->end_requested();
+    end.stop_grace = std::chrono::seconds(settings.stop_grace_s);
+    end.stop = [&monitor, &settings] {
+      const bool polled = monitor->request_stop("gj-mpirun received a termination signal (the pod is being deleted)");
+      if (polled)
+        spdlog::warn("termination signal: every rank was asked to stop; mpiexec gets the signal in {} s (GJ_STOP_GRACE) "
+                     "unless the job ends first",
+                     settings.stop_grace_s);
+      return polled;
+    };
+  }
   const int status = run_job(cmd.argv, monitor.has_value() || should_supervise(settings.supervise), &environment,
                              monitor ? &end : nullptr);
   if (monitor) {
