@@ -10,6 +10,7 @@ namespace gj {
 namespace {
 
 bool faulty(const RankRecord& r) {
+  if (r.hung_ns) return true;
   if (!r.departure) return false;
   const Departure& d = *r.departure;
   if (d.kind != Departure::Kind::Exited || d.code != 0) return true;
@@ -24,6 +25,7 @@ bool left_cleanly(const RankRecord& r) { return r.hello && r.leave_ns.has_value(
 // When the rank left the job: its shutdown (`leave`: no collective from it after that), else
 // the program's end.
 std::int64_t departure_time(const RankRecord& r) {
+  if (r.hung_ns) return *r.hung_ns;  // the job was ended for it then
   if (r.leave_ns) return *r.leave_ns;
   if (r.departure) return r.departure->time_ns;
   return INT64_MAX;
@@ -57,6 +59,7 @@ std::string memory_limit_text(const std::string& memory_max) {
 }
 
 std::string departure_text(const RankRecord& r) {
+  if (r.hung_ns) return r.hung;
   if (!r.departure) return "still running when the job ended";
   const Departure& d = *r.departure;
   std::string out;
@@ -199,6 +202,23 @@ WatchStep JobWatch::on_line(int conn, const std::string& text, std::int64_t now_
     d.memory_max = line->get("memmax").value_or("");
     departed(conn, d, step);
   }
+  return step;
+}
+
+WatchStep JobWatch::on_hang(int conn, std::int64_t now_ns, std::string what, std::vector<std::string> lines) {
+  WatchStep step;
+  auto it = ranks_.find(conn);
+  if (it == ranks_.end() || it->second.departure || it->second.hung_ns) return step;
+  RankRecord& r = it->second;
+  r.hung = std::move(what);
+  r.hung_ns = now_ns;
+  r.hang_lines = std::move(lines);
+  tell_lost(conn, r.hung, step);
+  if (failing_) return step;
+  failing_ = true;
+  step.job_failed_now = true;
+  failure_reason_ = "rank " + std::to_string(r.rank) + " (host " + r.pod + ") " + r.hung;
+  broadcast(format_monitor_line("end", {{"status", "failed"}}, failure_reason_), -1, step);
   return step;
 }
 

@@ -40,6 +40,11 @@ struct RankRecord {
   std::vector<std::string> stderr_tail;  // the last lines of its stderr (at most kTailLines)
   std::optional<Departure> departure;
   bool polls_stop = false;            // its program polls for a stop request (`stoppoll`)
+  // The hang timeout ended the job for this rank (on_hang): what it never entered, when, and
+  // what its wrapper saw (process state, CPU use, Python stack).
+  std::string hung;
+  std::optional<std::int64_t> hung_ns;
+  std::vector<std::string> hang_lines;
 };
 
 inline constexpr std::size_t kTailLines = 20;
@@ -81,6 +86,10 @@ class JobWatch {
   // `how` says which, as the summary words it after "connection to the master": "closed",
   // "failed (<errno text>)", "went silent (...)".
   WatchStep on_drop(int conn, std::int64_t now_ns, std::string how = "");
+
+  // The hang timeout passed while this connection's rank held up a collective (job_view.h):
+  // the job fails for it, as for a rank that left (`lost` to the others, `end status=failed`).
+  WatchStep on_hang(int conn, std::int64_t now_ns, std::string what, std::vector<std::string> lines);
 
   bool failing() const { return failing_; }
   // Connections that started and have not yet reported an exit or dropped.

@@ -293,6 +293,11 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
     MonitorOptions options;
     options.master_pod = pod_name(env);
     options.ssh_port = settings.ssh_port;
+    options.view.stall_ms = settings.stall_ms;
+    options.view.hang_timeout_ms = settings.hang_timeout_s * 1000;
+    options.view.repeat_ms = std::max<std::int64_t>(settings.stall_ms, 30000);
+    options.view.status_ms = settings.status_interval_s * 1000;
+    options.info = [](const std::string& line) { spdlog::info("{}", line); };
     monitor.emplace(options);
     plan.command = with_rank_monitor(plan.command, monitor->endpoint());
   }
@@ -322,6 +327,7 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
                              monitor ? &end : nullptr);
   if (monitor) {
     const JobWatch watch = monitor->finish(std::chrono::milliseconds(1500));
+    for (const auto& line : monitor->end_lines()) spdlog::info("{}", line);
     // A job we passed a termination signal to (the pod deleted) before any rank failed: its ranks
     // died of that signal, which is no rank failure to report; the status is 128+N below.
     const bool report_failure = end.terminated_by == 0 && watch.failing();

@@ -5,11 +5,21 @@ docs/agent.md "Stop requests", "Hangs", "Status lines".
   stop       SIGTERM to gj-mpirun: every rank's program that polls for a stop request hears
              `stop` on its rank socket, leaves by itself within GJ_STOP_GRACE, and the job ends 0
   stop-deaf  a program that never polls: the signal reaches mpiexec at once (no grace wait)
+  blocked    gj.torch, rank 1 blocked in stuck_in_data_loader before its 5th allreduce: after the
+             stall time (2 s here) the master's log names rank 1, what it last completed, its
+             process state, CPU use and Python stack with that function; the hang timeout (6 s
+             here) ends the job as a failure of rank 1 (exit 7, the summary says it hung)
+  sigstop    the same with rank 1 SIGSTOPped: its state is "stopped", and the hang timeout ends it
+  phase      rank 0 alone in a phase without collectives for 5 s (the stall time 2 s, the hang
+             timeout at its default): named with its stack, and the job goes on and ends 0
+
+The gj.torch cases need gj on PYTHONPATH (tests/torch/CMakeLists.txt runs them).
 
 Usage: job_view_tests.py <gj-mpirun> <case> <openmpi|mpich>
 Exit: 0 pass, 1 fail, 77 skip.
 """
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +31,7 @@ sys.path.insert(0, HERE)
 from rank_failure_tests import Fail, Skip, base_env, check  # noqa: E402
 
 PROG = os.path.join(HERE, "job_view_prog.py")
+TORCH_PROG = os.path.join(os.path.dirname(HERE), "torch", "hang_torch.py")
 SKIP = 77
 
 
@@ -64,6 +75,53 @@ def case_stop(gj, env, deaf):
     check(p.returncode == 0, f"a job whose ranks all left cleanly after a stop request ends 0, got {p.returncode}:\n{text}")
 
 
+def case_hang(gj, env, how):
+    env = dict(env, HOROVOD_STALL_CHECK_TIME_SECONDS="2", GJ_STATUS_INTERVAL="2")
+    if how != "phase":
+        env["GJ_HANG_TIMEOUT"] = "6"
+    open(env["GJ_TERMINATION_LOG"], "w").close()
+    args = [TORCH_PROG, how] + (["5"] if how == "phase" else [])
+    p = subprocess.run([gj, *args], env=env, capture_output=True, text=True, timeout=100)
+    out, err = p.stdout, p.stderr
+    text = out + err
+    hang = [l.split("] ", 1)[1] for l in err.splitlines() if "] hang: " in l]
+    missing = 0 if how == "phase" else 1
+    waiter = 1 - missing
+    named = [re.search(r"in gjAllReduce #(\d+) of the world set \(2 ranks\)", l) for l in hang
+             if l.startswith(f"hang: rank(s) {waiter} have waited") and f"for rank(s) {missing}, which have not entered it" in l]
+    check(any(named), f"the master names rank {missing} as the one rank {waiter} waits for in an allreduce:\n{text}")
+    seq = int([m for m in named if m][0].group(1))
+    check(any(l.startswith(f"hang: rank {missing} (local rank {missing}, pod job-master-0) last completed gjAllReduce "
+                           f"#{seq - 1}") for l in hang), f"what rank {missing} last completed (#{seq - 1}):\n{text}")
+    state = "stopped (T" if how == "sigstop" else "sleeping (S)"
+    check(any(l.startswith(f"hang: rank {missing}: process {state}") and "CPU " in l and "over the last 5 s" in l
+              for l in hang), f"its process state ({state}) and CPU use:\n{text}")
+    if how == "sigstop":
+        check(any("no Python stack: the process is stopped" in l for l in hang), f"why no stack:\n{text}")
+    else:
+        function = "checkpoint_alone" if how == "phase" else "stuck_in_data_loader"
+        check(any(l.startswith(f"hang: rank {missing}: | ") and f"in {function}" in l for l in hang),
+              f"its Python stack names {function}:\n{text}")
+    check(any("] status: 2 rank(s) running" in l for l in err.splitlines()), f"a status line:\n{text}")
+    if how == "phase":
+        check(p.returncode == 0, f"a rank alone in a long phase: the job goes on and ends 0, got {p.returncode}:\n{text}")
+        for r in (0, 1):
+            check(f"RANK {r} done" in out, f"rank {r} finished:\n{text}")
+            check(any(re.search(f"] rank {r} \\(pod job-master-0\\): \\d+ collectives, .* of its time in collectives, "
+                                "peak RSS", l) for l in err.splitlines()),
+                  f"the end-of-job line of rank {r}:\n{text}")
+        return
+    check(p.returncode == 7, f"the hang timeout ends the job as a rank failure (exit 7), got {p.returncode}:\n{text}")
+    summary = [l.split("] ", 1)[1] for l in err.splitlines() if " error] " in l]
+    check(any(l.startswith(f"rank failure: rank 1 (local rank 1, pod job-master-0) hung: never entered gjAllReduce #{seq} ")
+              and "--hang-timeout/GJ_HANG_TIMEOUT 6.0 s" in l for l in summary),
+          f"the summary names rank 1 as hung, in which collective, for how long:\n{text}")
+    if how == "blocked":
+        check(any("in stuck_in_data_loader" in l for l in summary), f"the summary has its stack:\n{text}")
+    log = open(env["GJ_TERMINATION_LOG"]).read()
+    check(log.startswith("rank failure: rank 1 (local rank 1, pod job-master-0) hung"), f"termination log: {log!r}")
+
+
 def main():
     gj, case, flavour = sys.argv[1], sys.argv[2], sys.argv[3]
     try:
@@ -71,6 +129,9 @@ def main():
             env = base_env(flavour, scratch)
             if case in ("stop", "stop-deaf"):
                 case_stop(gj, env, case == "stop-deaf")
+            elif case in ("blocked", "sigstop", "phase"):
+                env["OMP_NUM_THREADS"] = "1"
+                case_hang(gj, env, case)
             else:
                 raise Fail(f"unknown case {case}")
     except Skip as e:

@@ -120,6 +120,7 @@ struct JobMonitor::State {
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> drain_until_ns{0};  // steady clock; 0: not draining
   JobWatch watch{token};
+  JobView view;
   std::map<int, Conn> conns;  // by id
   std::map<int, std::string> peers;  // by id, kept after the connection closes
   int next_id = 1;
@@ -160,7 +161,40 @@ struct JobMonitor::State {
     if (it == conns.end()) return;
     ::close(it->second.fd);
     conns.erase(it);
+    view.on_gone(id);
     if (tell_watch) apply(watch.on_drop(id, realtime_ns(), how));
+  }
+
+  static std::int64_t steady_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // The view's part of a line from a started wrapper (progress, samples, diagnoses).
+  void to_view(int id, const std::string& text) {
+    const auto r = watch.ranks().find(id);
+    if (r == watch.ranks().end()) return;
+    const auto line = parse_monitor_line(text);
+    if (!line) return;
+    if (line->verb == "exit") {
+      view.on_gone(id);
+      return;
+    }
+    view.on_line(id, RankIdentity{r->second.rank, r->second.local_rank, r->second.pod}, *line, steady_ms());
+  }
+
+  void view_tick() {
+    ViewStep step = view.tick(steady_ms());
+    for (int id : step.diagnose) {
+      auto it = conns.find(id);
+      if (it != conns.end()) it->second.out += "diag\n";
+    }
+    for (const auto& line : step.warn_lines) warn(line);
+    for (const auto& line : step.info_lines) {
+      if (options.info) options.info(line);
+      else warn(line);
+    }
+    for (auto& h : step.hung) apply(watch.on_hang(h.conn, realtime_ns(), std::move(h.what), std::move(h.stack)));
   }
 
   void flush(int id) {
@@ -197,6 +231,7 @@ struct JobMonitor::State {
         c.heard = std::chrono::steady_clock::now();
         for (const auto& line : take_lines(c.in)) {
           apply(watch.on_line(id, line, realtime_ns()));
+          to_view(id, line);
           if (conns.find(id) == conns.end()) return;  // closed by the step
         }
         continue;
@@ -260,6 +295,7 @@ struct JobMonitor::State {
         if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) read_from(ids[i]);
       }
       check_silence();
+      if (!watch.failing()) view_tick();
       pass_stop();
       for (auto& [id, c] : conns) flush(id);
       // A failed rank's wrapper waits for its peers to be told and to end (rank_guard.h); once
@@ -287,6 +323,7 @@ struct JobMonitor::State {
 JobMonitor::JobMonitor(MonitorOptions options) : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.watch = JobWatch(s.token, options.master_pod);
+  s.view = JobView(options.view);
   s.options = std::move(options);
   const bool v6 = std::any_of(s.addresses.begin(), s.addresses.end(), [](const std::string& a) { return a.find(':') != std::string::npos; });
   s.listen_fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -367,6 +404,8 @@ JobWatch JobMonitor::finish(std::chrono::milliseconds drain) {
   s.conns.clear();
   return s.watch;
 }
+
+std::vector<std::string> JobMonitor::end_lines() const { return state_->view.end_lines(); }
 
 std::set<std::string> JobMonitor::pods_still_up(const JobWatch& watch) const {
   const auto candidates = watch.dropped_pods();

@@ -7,10 +7,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "job_view.h"
 #include "job_watch.h"
 
 namespace gj {
@@ -23,6 +26,10 @@ struct MonitorOptions {
   // probe's time adds to a failed job's end (pods_still_up), so it is short.
   std::chrono::milliseconds silence{std::chrono::seconds(10)};
   std::chrono::milliseconds probe{std::chrono::seconds(1)};
+  // Inside the running job (job_view.h): hang lines, the hang timeout, status lines.
+  ViewOptions view;
+  // Where the status lines go (the agent's log at info); hang lines are warnings (warnings.h).
+  std::function<void(const std::string&)> info;
 };
 
 class JobMonitor {
@@ -53,6 +60,8 @@ class JobMonitor {
   // sshd answers (at the address their wrappers connected from) within options.probe. Those
   // pods are up; JobWatch::report takes them as such. Empty when there is nothing to tell apart.
   std::set<std::string> pods_still_up(const JobWatch& watch) const;
+  // After finish(): one line per rank (JobView::end_lines).
+  std::vector<std::string> end_lines() const;
 
  private:
   struct State;

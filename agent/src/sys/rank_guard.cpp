@@ -15,7 +15,9 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <iterator>
 #include <optional>
+#include <vector>
 
 #include "child_exit.h"
 #include "failure_summary.h"
@@ -37,6 +39,7 @@ constexpr auto kFailureLinger = std::chrono::milliseconds(2000);
 constexpr auto kPingInterval = std::chrono::seconds(1);
 constexpr auto kConnectTimeout = std::chrono::milliseconds(1500);
 constexpr std::size_t kTailLineMax = 400;
+constexpr std::size_t kStackLinesMax = 200;
 
 volatile sig_atomic_t g_program_pid = 0;
 volatile sig_atomic_t g_early_signal = 0;  // arrived before the program's pid was known
@@ -176,7 +179,55 @@ void write_raw(int fd, const char* data, std::size_t n) {
 // What the library may tell the master through the wrapper (docs/agent.md "Rank failures",
 // "Stop requests", "Hangs").
 bool from_library_verb(const std::string& verb) {
-  return verb == "hello" || verb == "leave" || verb == "fail" || verb == "stoppoll";
+  return verb == "hello" || verb == "leave" || verb == "fail" || verb == "stoppoll" || verb == "set" || verb == "prog";
+}
+
+// What /proc/<pid>/stat says of a process (proc(5)); state 0 when it cannot be read.
+struct ProcSample {
+  char state = 0;
+  std::int64_t cpu_ms = 0;  // utime + stime
+  std::int64_t rss = 0;     // bytes
+  int threads = 0;
+};
+
+ProcSample read_proc(int pid) {
+  ProcSample out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return out;
+  const auto f = split(text.substr(close + 2), ' ');  // f[0] is field 3 (state)
+  if (f.size() < 22) return out;
+  static const long tick = ::sysconf(_SC_CLK_TCK);
+  static const long page = ::sysconf(_SC_PAGESIZE);
+  out.state = f[0].empty() ? '?' : f[0][0];
+  out.cpu_ms = (std::atoll(f[11].c_str()) + std::atoll(f[12].c_str())) * 1000 / (tick > 0 ? tick : 100);
+  out.threads = std::atoi(f[17].c_str());
+  out.rss = std::atoll(f[21].c_str()) * page;
+  return out;
+}
+
+// The peak resident set (VmHWM in /proc/<pid>/status), in bytes; 0 when unknown.
+std::int64_t peak_rss(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmHWM:") {
+      std::int64_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+    std::string rest;
+    std::getline(in, rest);
+  }
+  return 0;
+}
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
 }
 
 class Wrapper {
@@ -209,8 +260,16 @@ class Wrapper {
     int err[2];
     if (::pipe2(err, O_CLOEXEC) != 0) throw_syscall_error("pipe2 (the rank's stderr relay)", errno);
     err_ = err[0];
+    // The stack pipe (docs/agent.md "Hangs"): gj's handler writes every thread's Python stack
+    // there when this wrapper signals it; the write end is the program's, without FD_CLOEXEC.
+    int stack[2];
+    if (::pipe(stack) != 0) throw_syscall_error("pipe (the rank's stack dumps)", errno);
+    stack_ = stack[0];
+    ::fcntl(stack_, F_SETFD, FD_CLOEXEC);
+    ::fcntl(stack_, F_SETFL, O_NONBLOCK);
     Environment env = g_.environment;
     env.push_back("GJ_RANK_MONITOR_FD=" + std::to_string(pair[1]));
+    env.push_back("GJ_RANK_STACK_FD=" + std::to_string(stack[1]));
     // Installed before the fork: the child's caught signals return to their defaults at exec,
     // and one arriving before that finds no pid to pass it to.
     pass_signals_on();
@@ -226,10 +285,12 @@ class Wrapper {
     } catch (...) {
       ::close(pair[1]);
       ::close(err[1]);
+      ::close(stack[1]);
       throw;
     }
     ::close(pair[1]);
     ::close(err[1]);
+    ::close(stack[1]);
     pid_ = program.pid;
     g_program_pid = program.pid;
     // The program's exit wakes watch() at once (a pidfd is readable when its process ends), so
@@ -306,8 +367,97 @@ class Wrapper {
       const auto line = parse_monitor_line(text);
       if (!line) continue;
       if (line->verb == "end" && line->get("status") == std::string("failed")) job_failed_ = true;
+      if (line->verb == "diag") {
+        diagnose();
+        continue;
+      }
       if (lib_ >= 0) send_all(lib_, text + "\n");
     }
+  }
+
+  // `ping` with the program's process state, CPU time and memory (the master's status lines,
+  // its hang diagnosis and the end-of-job lines); the samples also give CPU use over 5 s.
+  std::string ping_line() {
+    const ProcSample p = read_proc(pid_);
+    if (p.state == 0) return "ping";
+    samples_.push_back({Clock::now(), p.cpu_ms});
+    while (samples_.size() > 6) samples_.pop_front();
+    return format_monitor_line("ping", {{"state", std::string(1, p.state)}, {"cpu", std::to_string(p.cpu_ms)},
+                                        {"rss", std::to_string(p.rss)}, {"hwm", std::to_string(peak_rss(pid_))}});
+  }
+
+  // The stack pipe: the handler's announcement, then dumps (kept only while diagnose() asks).
+  // Returns whether anything was read.
+  bool read_stacks() {
+    char buf[8192];
+    bool any = false;
+    for (;;) {
+      const ssize_t n = ::read(stack_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (n == 0) {
+          ::close(stack_);
+          stack_ = -1;
+        }
+        return any;
+      }
+      any = true;
+      stack_in_.append(buf, static_cast<std::size_t>(n));
+      for (auto& line : take_lines(stack_in_, kTailLineMax)) {
+        if (stack_signal_ == 0 && line.compare(0, 16, "gj-stack signal=") == 0) {
+          stack_signal_ = std::atoi(line.c_str() + 16);
+          continue;
+        }
+        if (collecting_ && stack_lines_.size() < kStackLinesMax) stack_lines_.push_back(line);
+      }
+    }
+  }
+
+  // The master asks what this rank is doing (it holds up a collective): its process state, CPU
+  // use over the last seconds, kernel wait channel, and, from a program with gj's handler, every
+  // thread's Python stack. Answered as `diag ...`, `stack reason=<line>`..., `diagend reason=...`.
+  void diagnose() {
+    const ProcSample p = read_proc(pid_);
+    std::string cpu = "?";
+    if (p.state != 0 && !samples_.empty()) {
+      const auto span = std::chrono::duration<double>(Clock::now() - samples_.front().first).count();
+      if (span > 0.5)
+        cpu = std::to_string(static_cast<int>((p.cpu_ms - samples_.front().second) / 10.0 / span + 0.5));
+    }
+    const std::string wchan = read_first_line("/proc/" + std::to_string(pid_) + "/wchan");
+    std::string note;
+    stack_lines_.clear();
+    if (stack_signal_ <= 0) {
+      note = "no Python stack: the program did not install gj's stack handler (it does not use gj, or has not called init yet)";
+    } else if (p.state == 'T' || p.state == 't') {
+      note = "no Python stack: the process is stopped (SIGSTOP, SIGTSTP or a debugger) and cannot run its handler";
+    } else if (p.state == 'Z' || p.state == 0) {
+      note = "no Python stack: the process has exited";
+    } else {
+      if (stack_ >= 0) read_stacks();  // what is left of an earlier dump
+      stack_lines_.clear();
+      collecting_ = true;
+      ::kill(pid_, stack_signal_);
+      // faulthandler writes the whole dump at once; a short quiet after data ends it.
+      const auto until = Clock::now() + std::chrono::milliseconds(2000);
+      auto quiet_since = Clock::now();
+      while (stack_ >= 0 && Clock::now() < until) {
+        pollfd pf{stack_, POLLIN, 0};
+        ::poll(&pf, 1, 50);
+        if (read_stacks()) quiet_since = Clock::now();
+        else if (!stack_lines_.empty() && Clock::now() - quiet_since > std::chrono::milliseconds(300)) break;
+      }
+      if (!stack_in_.empty() && stack_lines_.size() < kStackLinesMax) stack_lines_.push_back(stack_in_);
+      stack_in_.clear();
+      collecting_ = false;
+      if (stack_lines_.empty()) note = "no Python stack: the handler did not answer within 2 s (the interpreter may be blocked)";
+    }
+    std::string out = format_monitor_line("diag", {{"state", p.state == 0 ? std::string("?") : std::string(1, p.state)},
+                                                   {"cpu", cpu}, {"wchan", wchan.empty() ? "-" : wchan},
+                                                   {"threads", std::to_string(p.threads)}}) + "\n";
+    for (const auto& line : stack_lines_) out += format_monitor_line("stack", {}, line) + "\n";
+    out += format_monitor_line("diagend", {}, note) + "\n";
+    send_all(monitor_, out);
   }
 
   void end_program(const std::string& why) {
@@ -329,14 +479,15 @@ class Wrapper {
         return *st;
       }
       if (kill_at_ && Clock::now() >= *kill_at_) ::kill(pid_, SIGKILL);
-      pollfd fds[4] = {{err_, POLLIN, 0}, {lib_, POLLIN, 0}, {monitor_, POLLIN, 0}, {pidfd_, POLLIN, 0}};
-      ::poll(fds, 4, 50);
+      pollfd fds[5] = {{err_, POLLIN, 0}, {lib_, POLLIN, 0}, {monitor_, POLLIN, 0}, {pidfd_, POLLIN, 0}, {stack_, POLLIN, 0}};
+      ::poll(fds, 5, 50);
       if (pidfd_ >= 0 && fds[3].revents != 0) continue;  // exited: take its time first; finish() reads the rest
       if (err_ >= 0 && fds[0].revents != 0) relay_stderr(false);
       if (lib_ >= 0 && fds[1].revents != 0) from_library();
       if (monitor_ >= 0 && fds[2].revents != 0) from_monitor();
+      if (stack_ >= 0 && fds[4].revents != 0) read_stacks();
       if (monitor_ >= 0 && Clock::now() >= next_ping) {
-        send_all(monitor_, "ping\n");
+        send_all(monitor_, ping_line() + "\n");
         next_ping = Clock::now() + kPingInterval;
       }
     }
@@ -422,6 +573,12 @@ class Wrapper {
   int err_ = -1;
   int pid_ = -1;
   int pidfd_ = -1;  // the program's pidfd, or -1 (pidfd_open unavailable)
+  int stack_ = -1;  // the stack pipe's read end
+  int stack_signal_ = 0;  // the signal gj's handler announced, 0 before (or without) one
+  bool collecting_ = false;
+  std::string stack_in_;
+  std::vector<std::string> stack_lines_;
+  std::deque<std::pair<Clock::time_point, std::int64_t>> samples_;  // (when, CPU ms), one a second
   std::string token_;
   std::string partial_, lib_in_, mon_in_;
   std::deque<std::string> tail_;

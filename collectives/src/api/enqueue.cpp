@@ -19,6 +19,7 @@
 #include "dtype.h"
 #include "grouped.h"
 #include "mpi/mpi_check.h"
+#include "peer/progress.h"
 #include "requests.h"
 #include "validate.h"
 #include "work.h"
@@ -59,15 +60,46 @@ Target target_of(gjComm* c, const char* call, const void* const* buffers, const 
   return Target{device >= 0, &c->backend_for(device, call)};
 }
 
+// The collective's bytes for the progress counters: its elements times their size (the
+// agreement record's count; 0 for calls whose counts differ per rank).
+std::uint64_t bytes_of(const Work& w) {
+  if (w.sig.kind == Kind::Barrier || w.sig.dtype >= static_cast<std::uint64_t>(gjNumDataTypes)) return 0;
+  return w.sig.count * dtype_size(static_cast<gjDataType_t>(w.sig.dtype));
+}
+
+// Counts a call into its communicator's progress now and out at the end of the scope, unless
+// queued() hands the counting out to the host queue.
+class Entered {
+ public:
+  Entered(gjComm* c, const Work& w) : progress_(c->progress.get()) {
+    if (progress_ != nullptr) progress_->enter(w.call, bytes_of(w));
+  }
+  ~Entered() {
+    if (progress_ != nullptr) progress_->complete();
+  }
+  void queued() { progress_ = nullptr; }
+  Entered(const Entered&) = delete;
+  Entered& operator=(const Entered&) = delete;
+
+ private:
+  peer::Progress* progress_;
+};
+
 // Runs body now (request == NULL) or as a request. Host work goes through the communicator's
 // queue; device work is enqueued on the caller's stream from this thread (stream order),
 // after every earlier host request, and its request completes with an event.
+//
+// Every call is counted into the communicator's progress (peer/progress.h) when it is issued
+// and out when its result is ready: here for blocking and device calls, by the queue for host
+// requests.
 template <class Body>
 void issue(gjComm* c, const Target& t, Work w, Body&& body, gjRequest_t* request, void* stream) {
+  Entered entered(c, w);
   if (request == nullptr) return c->queue->run_blocking(w, body);
   if (!t.device) {
     w.body = std::forward<Body>(body);
     *request = requests::make_host(c, c->queue->submit(std::move(w)));
+    entered.queued();
     return;
   }
   if (!t.backend->has_completions()) {
@@ -210,7 +242,9 @@ void issue_allgather_late(gjComm* c, const Op& o, const Checked&, gjRequest_t* r
     validate::buffer(o.call, "the plan's recvbuff", recvbuff, total);
     if (total > 0) b->allgatherv(o.sendbuff, recvbuff, counts.data(), o.dtype(), nullptr);
   };
+  Entered entered(c, w);
   *request = requests::make_host(c, c->queue->submit(std::move(w)));
+  entered.queued();
 }
 
 void issue_reduce_scatter(gjComm* c, const Op& o, const Checked& k, gjRequest_t* request) {

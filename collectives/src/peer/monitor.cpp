@@ -40,11 +40,10 @@ std::atomic<bool> g_stop{false};
 std::atomic<bool> g_stop_polled{false};
 std::once_flag g_started;
 
-void send_line(const std::string& line) {
+void send_raw(const std::string& text) {
   const int fd = g_fd.load();
   if (fd < 0) return;
   std::lock_guard<std::mutex> lock(state().write_m);
-  const std::string text = line + "\n";
   std::size_t at = 0;
   while (at < text.size()) {
     // MSG_NOSIGNAL: a wrapper that is gone must not kill this rank with SIGPIPE.
@@ -54,6 +53,8 @@ void send_line(const std::string& line) {
     at += static_cast<std::size_t>(n);
   }
 }
+
+void send_line(const std::string& line) { send_raw(line + "\n"); }
 
 void handle(const Line& l) {
   if (l.verb == "lost") {
@@ -185,6 +186,8 @@ void mark_lost(int world_rank, const std::string& host, const std::string& reaso
   if (!state().lost.emplace(world_rank, Lost{host, reason, std::chrono::steady_clock::now()}).second) return;
   g_lost_epoch.fetch_add(1, std::memory_order_acq_rel);
 }
+
+void send_text(const std::string& lines) { send_raw(lines); }
 
 void hello(int world_rank, int world_size) {
   send_line("hello rank=" + std::to_string(world_rank) + " size=" + std::to_string(world_size));

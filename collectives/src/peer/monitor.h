@@ -58,7 +58,8 @@ std::optional<Lost> lost(int world_rank);
 // Records world_rank as lost (first record wins). Used by the reader and by the same-node check.
 void mark_lost(int world_rank, const std::string& host, const std::string& reason);
 
-// library -> wrapper; no-ops without a monitor.
+// library -> wrapper; no-ops without a monitor. send_text: whole lines (peer/progress.h).
+void send_text(const std::string& lines);
 void hello(int world_rank, int world_size);
 void leave();  // once
 void fail(const char* kind, const std::string& reason);  // kind: nccl-watchdog|stall|peer-lost|error
