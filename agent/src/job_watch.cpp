@@ -13,7 +13,7 @@ bool faulty(const RankRecord& r) {
   if (r.hung_ns) return true;
   if (!r.departure) return false;
   const Departure& d = *r.departure;
-  if (d.kind != Departure::Kind::Exited || d.code != 0) return true;
+  if (d.kind != Departure::Kind::Exited || d.code != 0 || d.mpi_abort) return true;
   // Exit 0 is a normal end for a program without the library, or after gjFinalize; a rank that
   // has the library and exits 0 without shutdown left its peers waiting.
   return r.hello && !r.leave_ns;
@@ -65,7 +65,8 @@ std::string departure_text(const RankRecord& r) {
   std::string out;
   switch (d.kind) {
     case Departure::Kind::Exited:
-      if (d.code != 0) out = "exited with code " + std::to_string(d.code);
+      if (d.mpi_abort) out = "called MPI_Abort (errorcode " + std::to_string(d.code) + ")";
+      else if (d.code != 0) out = "exited with code " + std::to_string(d.code);
       else if (r.leave_ns) out = "called shutdown and exited with code 0 while other ranks were still working";
       else if (r.hello) out = "exited with code 0 without calling shutdown while other ranks were still working";
       else out = "exited with code 0";
@@ -199,6 +200,7 @@ WatchStep JobWatch::on_line(int conn, const std::string& text, std::int64_t now_
     }
     d.time_ns = t;
     d.oom_kill = line->get("oom") == std::string("1");
+    d.mpi_abort = line->get("abort") == std::string("1");
     d.memory_max = line->get("memmax").value_or("");
     departed(conn, d, step);
   }

@@ -25,6 +25,7 @@ struct Departure {
   std::string memory_max;   // the cgroup's memory.max ("max", bytes) when known
   bool ended_by_us = false; // the job was already failing when it left
   std::string how;          // Dropped: how the connection ended ("closed", "went silent (...)", ...)
+  bool mpi_abort = false;   // Exited: the program called MPI_Abort (code: its errorcode; seen on hydra's PMI)
 };
 
 struct RankRecord {

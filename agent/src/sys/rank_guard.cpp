@@ -268,6 +268,18 @@ class Wrapper {
     ::fcntl(stack_, F_SETFD, FD_CLOEXEC);
     ::fcntl(stack_, F_SETFL, O_NONBLOCK);
     Environment env = g_.environment;
+    // Under hydra with a monitor, the program's PMI connection runs through this wrapper
+    // (relay_pmi): hydra kills every rank's process tree, this wrapper's too, on MPI_Abort, so
+    // the abort is reported to the master before hydra hears it.
+    int pmi[2] = {-1, -1};
+    if (g_.pmi_fd >= 0 && monitor_ >= 0 && ::socketpair(AF_UNIX, SOCK_STREAM, 0, pmi) == 0) {
+      pmi_up_ = g_.pmi_fd;
+      pmi_down_ = pmi[0];
+      ::fcntl(pmi_up_, F_SETFD, FD_CLOEXEC);
+      ::fcntl(pmi_down_, F_SETFD, FD_CLOEXEC);
+      for (auto& var : env)
+        if (var.compare(0, 7, "PMI_FD=") == 0) var = "PMI_FD=" + std::to_string(pmi[1]);
+    }
     env.push_back("GJ_RANK_MONITOR_FD=" + std::to_string(pair[1]));
     env.push_back("GJ_RANK_STACK_FD=" + std::to_string(stack[1]));
     // Installed before the fork: the child's caught signals return to their defaults at exec,
@@ -286,11 +298,13 @@ class Wrapper {
       ::close(pair[1]);
       ::close(err[1]);
       ::close(stack[1]);
+      if (pmi[1] >= 0) ::close(pmi[1]);
       throw;
     }
     ::close(pair[1]);
     ::close(err[1]);
     ::close(stack[1]);
+    if (pmi[1] >= 0) ::close(pmi[1]);
     pid_ = program.pid;
     g_program_pid = program.pid;
     // The program's exit wakes watch() at once (a pidfd is readable when its process ends), so
@@ -375,6 +389,75 @@ class Wrapper {
     }
   }
 
+  // One read of the program's PMI connection (or hydra's answer), passed on. An abort (PMI-1
+  // `cmd=abort exitcode=N`, PMI-2 `cmd=abort;...;msg=...;`) is reported first: the program's
+  // last stderr, `abort code=N`, this pod's termination log; then hydra hears it.
+  void relay_pmi(int from, int to, bool from_program) {
+    char buf[8192];
+    const ssize_t n = ::read(from, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+      // One side closed: no more relaying. Hydra's connection stays open while this wrapper
+      // lives, as it did when the wrapper merely inherited it: hydra takes its close as the
+      // rank's end and kills the job, before this wrapper could report the program's exit.
+      ::close(pmi_down_);
+      pmi_down_ = -1;
+      pmi_up_ = -1;
+      return;
+    }
+    if (from_program) {
+      pmi_scan_ = pmi_scan_.substr(pmi_scan_.size() > 16 ? pmi_scan_.size() - 16 : 0);
+      pmi_scan_.append(buf, static_cast<std::size_t>(n));
+      const auto at = pmi_scan_.find("cmd=abort");
+      if (at != std::string::npos && !aborted_) {
+        // The whole request: up to its end (PMI-1 newline) within what has arrived.
+        std::string request = pmi_scan_.substr(at);
+        report_abort(request);
+      }
+    }
+    write_raw(to, buf, static_cast<std::size_t>(n));
+  }
+
+  void report_abort(const std::string& request) {
+    aborted_ = true;
+    int code = 1;
+    if (const auto e = request.find("exitcode="); e != std::string::npos) {
+      code = std::atoi(request.c_str() + e + 9);
+    } else if (const auto m = request.find("MPI_Abort("); m != std::string::npos) {
+      const auto comma = request.find(',', m);
+      if (comma != std::string::npos) code = std::atoi(request.c_str() + comma + 1);
+    }
+    // What the program wrote before it called MPI_Abort (MPICH's own "Abort(5) ..." line too).
+    if (err_ >= 0) {
+      pollfd p{err_, POLLIN, 0};
+      while (::poll(&p, 1, 20) == 1 && err_ >= 0) {
+        const int before = err_;
+        relay_stderr(false);
+        if (err_ != before) break;
+        p = pollfd{err_, POLLIN, 0};
+      }
+    }
+    if (monitor_ >= 0) {
+      std::string out;
+      for (const auto& line : tail_) out += format_monitor_line("tail", {}, line) + "\n";
+      out += format_monitor_line("exit", {{"code", std::to_string(code)}, {"abort", "1"},
+                                          {"time", std::to_string(realtime_ns())}}) + "\n";
+      send_all(monitor_, out);
+    }
+    if (g_termination == 0) {
+      RankRecord r;
+      r.rank = g_.rank;
+      r.local_rank = g_.local_rank;
+      r.pod = g_.pod;
+      r.stderr_tail.assign(tail_.begin(), tail_.end());
+      Departure d;
+      d.code = code;
+      d.mpi_abort = true;
+      r.departure = d;
+      if (!g_.termination_log.empty()) write_termination_message_to(g_.termination_log, "rank failure: " + rank_short_form(r));
+    }
+  }
+
   // `ping` with the program's process state, CPU time and memory (the master's status lines,
   // its hang diagnosis and the end-of-job lines); the samples also give CPU use over 5 s.
   std::string ping_line() {
@@ -422,7 +505,7 @@ class Wrapper {
     if (p.state != 0 && !samples_.empty()) {
       const auto span = std::chrono::duration<double>(Clock::now() - samples_.front().first).count();
       if (span > 0.5)
-        cpu = std::to_string(static_cast<int>((p.cpu_ms - samples_.front().second) / 10.0 / span + 0.5));
+        cpu = std::to_string(static_cast<int>(static_cast<double>(p.cpu_ms - samples_.front().second) / 10.0 / span + 0.5));
     }
     const std::string wchan = read_first_line("/proc/" + std::to_string(pid_) + "/wchan");
     std::string note;
@@ -479,8 +562,11 @@ class Wrapper {
         return *st;
       }
       if (kill_at_ && Clock::now() >= *kill_at_) ::kill(pid_, SIGKILL);
-      pollfd fds[5] = {{err_, POLLIN, 0}, {lib_, POLLIN, 0}, {monitor_, POLLIN, 0}, {pidfd_, POLLIN, 0}, {stack_, POLLIN, 0}};
-      ::poll(fds, 5, 50);
+      pollfd fds[7] = {{err_, POLLIN, 0},   {lib_, POLLIN, 0},      {monitor_, POLLIN, 0}, {pidfd_, POLLIN, 0},
+                       {stack_, POLLIN, 0}, {pmi_down_, POLLIN, 0}, {pmi_up_, POLLIN, 0}};
+      ::poll(fds, 7, 50);
+      if (pmi_down_ >= 0 && fds[5].revents != 0) relay_pmi(pmi_down_, pmi_up_, true);
+      if (pmi_up_ >= 0 && fds[6].revents != 0) relay_pmi(pmi_up_, pmi_down_, false);
       if (pidfd_ >= 0 && fds[3].revents != 0) continue;  // exited: take its time first; finish() reads the rest
       if (err_ >= 0 && fds[0].revents != 0) relay_stderr(false);
       if (lib_ >= 0 && fds[1].revents != 0) from_library();
@@ -506,7 +592,7 @@ class Wrapper {
     const auto oom_after = oom_kills(cgroup_);
     const bool oom = oom_before_ && oom_after && *oom_after > *oom_before_;
     const bool failed = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    if (monitor_ >= 0) {
+    if (monitor_ >= 0 && !aborted_) {
       std::string out;
       for (const auto& line : tail_) out += format_monitor_line("tail", {}, line) + "\n";
       std::vector<std::pair<std::string, std::string>> fields;
@@ -518,7 +604,7 @@ class Wrapper {
       out += format_monitor_line("exit", fields) + "\n";
       send_all(monitor_, out);
     }
-    if (failed && !job_failed_ && g_termination == 0) write_own_termination_log(st, oom);
+    if (failed && !job_failed_ && !aborted_ && g_termination == 0) write_own_termination_log(st, oom);
     if (failed && monitor_ >= 0) linger();
     if (failed && monitor_ < 0 && g_.pmi_fd >= 0) ask_launcher_to_abort(g_.pmi_fd, shell_status(st));
     if (WIFSIGNALED(st)) {
@@ -574,6 +660,10 @@ class Wrapper {
   int pid_ = -1;
   int pidfd_ = -1;  // the program's pidfd, or -1 (pidfd_open unavailable)
   int stack_ = -1;  // the stack pipe's read end
+  int pmi_up_ = -1;    // hydra's PMI connection, relayed (relay_pmi), or -1
+  int pmi_down_ = -1;  // the program's end of the relay, or -1
+  std::string pmi_scan_;
+  bool aborted_ = false;  // the program asked hydra to abort: reported
   int stack_signal_ = 0;  // the signal gj's handler announced, 0 before (or without) one
   bool collecting_ = false;
   std::string stack_in_;
