@@ -26,7 +26,7 @@ std::vector<int> parse_ranges(const std::string& text) {
 
 std::string seconds_text(std::int64_t ms) {
   char buf[32];
-  if (ms < 10000) std::snprintf(buf, sizeof buf, "%.1f s", ms / 1000.0);
+  if (ms < 10000) std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
   else std::snprintf(buf, sizeof buf, "%lld s", static_cast<long long>(ms / 1000));
   return buf;
 }
@@ -104,6 +104,8 @@ void JobView::on_line(int conn, const RankIdentity& who, const MonitorLine& l, s
     r.cpu_ms = l.number("cpu").value_or(r.cpu_ms);
     r.rss = l.number("rss").value_or(r.rss);
     r.hwm = std::max(r.hwm, l.number("hwm").value_or(0));
+    r.net_rx = l.number("rx").value_or(r.net_rx);
+    r.net_tx = l.number("tx").value_or(r.net_tx);
   } else if (l.verb == "diag") {
     if (!r.diag) r.diag = Diagnosis{now, false, {}};
     r.diag->lines.clear();
@@ -188,6 +190,8 @@ void JobView::hang_check(const std::string& id, const SetInfo& set, std::int64_t
     episodes_.erase(id);
     return;
   }
+  hang_waited_ms_ = std::max(hang_waited_ms_, waited);
+  hang_ranks_ += missing_ranks.size();
   Episode& e = episodes_[id];
   if (e.seq != top) e = Episode{top, 0, {}, false, false};
   const bool due = !e.told && now >= e.next_ms;
@@ -262,7 +266,7 @@ void JobView::status_check(std::int64_t now, ViewStep& step) {
     return;
   }
   if (now < next_status_ms_) return;
-  const double span_s = (now - (next_status_ms_ - options_.status_ms)) / 1000.0;
+  const double span_s = static_cast<double>(now - (next_status_ms_ - options_.status_ms)) / 1000.0;
   next_status_ms_ = now + options_.status_ms;
   std::size_t running = 0;
   double max_rate = 0, bytes = 0;
@@ -279,9 +283,9 @@ void JobView::status_check(std::int64_t now, ViewStep& step) {
     status_base_[conn] = t;
     if (r.sets.empty()) continue;
     ++reporting;
-    max_rate = std::max(max_rate, (t.collectives - base.collectives) / span_s);
+    max_rate = std::max(max_rate, static_cast<double>(t.collectives - base.collectives) / span_s);
     bytes += static_cast<double>(t.bytes - base.bytes);
-    const double share = (t.in_ms - base.in_ms) / 1000.0 / span_s;
+    const double share = static_cast<double>(t.in_ms - base.in_ms) / 1000.0 / span_s;
     others_share += share;
     if (share < slowest_share) {
       slowest_share = share;
@@ -310,6 +314,8 @@ void JobView::status_check(std::int64_t now, ViewStep& step) {
 
 ViewStep JobView::tick(std::int64_t now) {
   ViewStep step;
+  hang_waited_ms_ = 0;
+  hang_ranks_ = 0;
   for (const auto& [id, set] : sets_) hang_check(id, set, now, step);
   status_check(now, step);
   return step;
@@ -327,11 +333,96 @@ std::vector<std::string> JobView::end_lines() const {
                        std::to_string(t.collectives) + " collectives, " + bytes_text(static_cast<double>(t.bytes));
     if (r->last_ms > r->first_ms && r->first_ms >= 0) {
       const double span = static_cast<double>(r->last_ms - r->first_ms) + 1000.0;  // reports come each second
-      line += ", " + percent(std::min(1.0, t.in_ms / span)) + " of its time in collectives";
+      line += ", " + percent(std::min(1.0, static_cast<double>(t.in_ms) / span)) + " of its time in collectives";
     }
     if (r->hwm > 0) line += ", peak RSS " + bytes_text(static_cast<double>(r->hwm));
     out.push_back(line);
   }
+  return out;
+}
+
+}  // namespace gj
+
+namespace gj {
+namespace {
+
+// A label value as the text format wants it: backslash, quote and newline escaped.
+std::string label_value(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string number_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string JobView::prometheus_text(bool failing) const {
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    std::string samples;
+  };
+  std::vector<Family> rank_families = {
+      {"gj_collectives_total", "counter", "collectives the rank completed, every set", {}},
+      {"gj_collective_bytes_total", "counter", "bytes the rank passed into collectives", {}},
+      {"gj_collective_seconds_total", "counter", "seconds the rank spent in collectives (entered to completed)", {}},
+      {"gj_collective_wait_seconds_total", "counter",
+       "seconds in collectives beyond the rank that spent the least there: its waiting for peers", {}},
+      {"gj_rank_rss_bytes", "gauge", "resident memory of the rank's program", {}},
+      {"gj_rank_cpu_seconds_total", "counter", "CPU time (user + system) of the rank's program", {}},
+  };
+  std::int64_t least_in_ms = -1;
+  for (const auto& [conn, r] : ranks_)
+    if (!r.sets.empty()) least_in_ms = least_in_ms < 0 ? totals(r).in_ms : std::min(least_in_ms, totals(r).in_ms);
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> pods;  // pod -> (rx, tx)
+  std::size_t running = 0;
+  for (const auto& [conn, r] : ranks_) {
+    if (!r.gone) ++running;
+    if (r.net_rx >= 0) pods[r.who.pod] = {r.net_rx, r.net_tx};
+    const std::string labels = "{rank=\"" + std::to_string(r.who.rank) + "\",pod=\"" + label_value(r.who.pod) +
+                               "\",local_rank=\"" + std::to_string(r.who.local_rank) + "\"} ";
+    const Totals t = totals(r);
+    const double values[] = {static_cast<double>(t.collectives), static_cast<double>(t.bytes), static_cast<double>(t.in_ms) / 1000.0,
+                             least_in_ms < 0 ? 0.0 : static_cast<double>(t.in_ms - std::min(t.in_ms, least_in_ms)) / 1000.0,
+                             static_cast<double>(r.rss), static_cast<double>(r.cpu_ms) / 1000.0};
+    for (std::size_t i = 0; i < rank_families.size(); ++i)
+      rank_families[i].samples += std::string(rank_families[i].name) + labels + number_text(values[i]) + "\n";
+  }
+  std::string out;
+  const auto family = [&out](const char* name, const char* type, const char* help, const std::string& samples) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + samples;
+  };
+  for (const auto& f : rank_families) family(f.name, f.type, f.help, f.samples);
+  std::string rx, tx;
+  for (const auto& [pod, bytes] : pods) {
+    rx += "gj_pod_network_receive_bytes_total{pod=\"" + label_value(pod) + "\"} " + std::to_string(bytes.first) + "\n";
+    tx += "gj_pod_network_transmit_bytes_total{pod=\"" + label_value(pod) + "\"} " + std::to_string(bytes.second) + "\n";
+  }
+  family("gj_pod_network_receive_bytes_total", "counter", "bytes the pod received (interfaces other than loopback)", rx);
+  family("gj_pod_network_transmit_bytes_total", "counter", "bytes the pod sent (interfaces other than loopback)", tx);
+  family("gj_job_ranks", "gauge", "ranks whose wrapper reported and that are still running",
+         "gj_job_ranks " + std::to_string(running) + "\n");
+  std::string state;
+  for (const char* s : {"running", "failing"})
+    state += std::string("gj_job_state{state=\"") + s + "\"} " + ((failing == (s[0] == 'f')) ? "1" : "0") + "\n";
+  family("gj_job_state", "gauge", "1 for the job's current state", state);
+  family("gj_job_hang_ranks", "gauge", "ranks that have not entered a collective others waited in past the stall time",
+         "gj_job_hang_ranks " + std::to_string(hang_ranks_) + "\n");
+  family("gj_job_hang_seconds", "gauge", "the longest current wait in one collective past the stall time",
+         "gj_job_hang_seconds " + number_text(static_cast<double>(hang_waited_ms_) / 1000.0) + "\n");
   return out;
 }
 

@@ -60,6 +60,9 @@ class JobView {
   // One line per rank that reported: collectives, bytes, share of time in collectives, peak
   // RSS. For the end of every job.
   std::vector<std::string> end_lines() const;
+  // Every series in Prometheus' text format (docs/agent.md "Metrics"); failing: the job is
+  // failing (gj_job_state).
+  std::string prometheus_text(bool failing) const;
 
  private:
   struct SetProgress {
@@ -80,6 +83,7 @@ class JobView {
     std::map<std::string, SetProgress> sets;
     char state = 0;
     std::int64_t cpu_ms = 0, rss = 0, hwm = 0;
+    std::int64_t net_rx = -1, net_tx = -1;  // its pod's, as its wrapper last read them
     std::int64_t first_ms = -1, last_ms = -1;  // first and last progress report
     std::optional<Diagnosis> diag;
   };
@@ -110,6 +114,8 @@ class JobView {
   std::map<std::string, Episode> episodes_;  // by set id
   std::int64_t next_status_ms_ = -1;
   std::map<int, Totals> status_base_;  // totals at the last status line, by connection
+  std::int64_t hang_waited_ms_ = 0;     // the longest current wait past the stall time (tick)
+  std::size_t hang_ranks_ = 0;          // ranks named in a current hang
 };
 
 // "1.5 GiB", "12.0 MiB", "512 KiB", "100 B".

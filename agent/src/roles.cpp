@@ -298,6 +298,7 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
     options.view.repeat_ms = std::max<std::int64_t>(settings.stall_ms, 30000);
     options.view.status_ms = settings.status_interval_s * 1000;
     options.info = [](const std::string& line) { spdlog::info("{}", line); };
+    options.metrics_port = settings.metrics_port;
     monitor.emplace(options);
     plan.command = with_rank_monitor(plan.command, monitor->endpoint());
   }

@@ -256,6 +256,14 @@ std::vector<Setting> make_table() {
           .help("master: a `status:` line every this many seconds (collectives/s, bytes/s, slowest rank, largest "
                 "RSS; 0: off)")
           .store(seconds_or_off(&AgentSettings::status_interval_s)),
+      Row("GJ_METRICS_PORT").flag("--metrics-port").value("N").type(T::Count).default_value("9466")
+          .help("master: serve Prometheus metrics (per rank, per pod, the job) at http://<master>:N/metrics (0: off)")
+          .store([](AgentSettings& s, const std::string& label, const Values& v) {
+            const std::int64_t n = parse_count(label, last(v));
+            if (n > 65535)
+              throw AgentError{exit_code::kBadEnvironment, label + "=\"" + last(v) + "\" is not a port (0-65535); 0 turns the endpoint off"};
+            s.metrics_port = static_cast<int>(n);
+          }),
       Row("GJ_LOG_LEVEL").flag("--log-level").value("L").type(T::Choice).default_value("info")
           .help("trace, debug, info, warn, error, off")
           .store(text(&AgentSettings::log_level)),

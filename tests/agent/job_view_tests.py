@@ -13,18 +13,28 @@ docs/agent.md "Stop requests", "Hangs", "Status lines".
   phase      rank 0 alone in a phase without collectives for 5 s (the stall time 2 s, the hang
              timeout at its default): named with its stack, and the job goes on and ends 0
 
+  metrics    GJ_METRICS_PORT: a real Prometheus server (Debian's `prometheus`) scrapes the master's
+             endpoint during the job, and its query API returns every per-rank series for both
+             ranks, the pod's network series and the job's (stand-in program: progress lines as
+             the library sends them)
+
 The gj.torch cases need gj on PYTHONPATH (tests/torch/CMakeLists.txt runs them).
 
 Usage: job_view_tests.py <gj-mpirun> <case> <openmpi|mpich>
 Exit: 0 pass, 1 fail, 77 skip.
 """
+import json
 import os
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -122,6 +132,69 @@ def case_hang(gj, env, how):
     check(log.startswith("rank failure: rank 1 (local rank 1, pod job-master-0) hung"), f"termination log: {log!r}")
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def query(port, expr):
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.load(r)["data"]["result"]
+
+
+RANK_SERIES = ("gj_collectives_total", "gj_collective_bytes_total", "gj_collective_seconds_total",
+               "gj_collective_wait_seconds_total", "gj_rank_rss_bytes", "gj_rank_cpu_seconds_total")
+JOB_SERIES = ("gj_pod_network_receive_bytes_total", "gj_pod_network_transmit_bytes_total", "gj_job_ranks",
+              "gj_job_state", "gj_job_hang_ranks", "gj_job_hang_seconds")
+
+
+def case_metrics(gj, env, scratch):
+    prometheus = shutil.which("prometheus")
+    if prometheus is None:
+        if os.environ.get("CI") == "true":
+            raise Fail("prometheus is not installed (CI=true: scripts/install-deps.sh installs it)")
+        raise Skip("prometheus is not installed (Debian's prometheus package)")
+    mport, pport = free_port(), free_port()
+    done = os.path.join(scratch, "done")
+    config = os.path.join(scratch, "prometheus.yml")
+    with open(config, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gj\n"
+                f"    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n")
+    job = start(gj, dict(env, GJ_METRICS_PORT=str(mport)), [PROG, "metrics", done])
+    prom = subprocess.Popen([prometheus, f"--config.file={config}", f"--storage.tsdb.path={scratch}/tsdb",
+                             f"--web.listen-address=127.0.0.1:{pport}", "--log.level=warn"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        missing = None
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            time.sleep(1)
+            try:
+                missing = []
+                for name in RANK_SERIES:
+                    ranks = {r["metric"].get("rank") for r in query(pport, name)
+                             if r["metric"].get("pod") == "job-master-0" and "local_rank" in r["metric"]}
+                    missing += [f"{name}{{rank={r}}}" for r in ("0", "1") if r not in ranks]
+                for name in JOB_SERIES:
+                    if not query(pport, name):
+                        missing.append(name)
+                if not missing:
+                    break
+            except (OSError, ValueError, KeyError):
+                missing = ["(the query API did not answer yet)"]
+        check(not missing, f"Prometheus has every series for every rank; missing: {missing}")
+        grew = query(pport, 'gj_collectives_total{rank="1"} > 0')
+        check(grew, "gj_collectives_total of rank 1 counts the collectives")
+    finally:
+        open(done, "w").close()
+        prom.terminate()
+        prom.wait(timeout=20)
+        out, err = job.communicate(timeout=60)
+    check(job.returncode == 0, f"the job ends 0, got {job.returncode}:\n{out}{err}")
+
+
 def main():
     gj, case, flavour = sys.argv[1], sys.argv[2], sys.argv[3]
     try:
@@ -129,6 +202,8 @@ def main():
             env = base_env(flavour, scratch)
             if case in ("stop", "stop-deaf"):
                 case_stop(gj, env, case == "stop-deaf")
+            elif case == "metrics":
+                case_metrics(gj, env, scratch)
             elif case in ("blocked", "sigstop", "phase"):
                 env["OMP_NUM_THREADS"] = "1"
                 case_hang(gj, env, case)

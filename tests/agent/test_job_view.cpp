@@ -89,3 +89,17 @@ TEST_CASE("job view: status lines and end-of-job lines per rank", "[job_view]") 
   REQUIRE(end.size() == 2);
   CHECK(end[0] == "rank 0 (pod pod-0): 100 collectives, 1.0 MiB, peak RSS 3.0 GiB");
 }
+
+TEST_CASE("job view: Prometheus text, per rank with rank, pod and local_rank labels", "[job_view]") {
+  JobView v(ViewOptions{});
+  feed(v, 0, 0, "prog set=w.0 in=10 call=gjAllReduce done=10 dcall=gjAllReduce age=0 bytes=4096 inms=3000", 1000);
+  feed(v, 1, 1, "prog set=w.0 in=10 call=gjAllReduce done=10 dcall=gjAllReduce age=0 bytes=4096 inms=1000", 1000);
+  feed(v, 1, 1, "ping state=S cpu=2500 rss=1048576 hwm=2097152 rx=10 tx=20", 1000);
+  const std::string text = v.prometheus_text(false);
+  CHECK(text.find("# TYPE gj_collectives_total counter\n") != std::string::npos);
+  CHECK(text.find("gj_collectives_total{rank=\"1\",pod=\"pod-1\",local_rank=\"1\"} 10\n") != std::string::npos);
+  CHECK(text.find("gj_collective_wait_seconds_total{rank=\"0\",pod=\"pod-0\",local_rank=\"0\"} 2\n") != std::string::npos);
+  CHECK(text.find("gj_rank_cpu_seconds_total{rank=\"1\",pod=\"pod-1\",local_rank=\"1\"} 2.5\n") != std::string::npos);
+  CHECK(text.find("gj_pod_network_transmit_bytes_total{pod=\"pod-1\"} 20\n") != std::string::npos);
+  CHECK(text.find("gj_job_state{state=\"running\"} 1\n") != std::string::npos);
+}

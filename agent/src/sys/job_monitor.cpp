@@ -20,6 +20,7 @@
 
 #include "exit_codes.h"
 #include "internal.h"
+#include "metrics_server.h"
 #include "monitor_line.h"
 #include "readiness.h"
 #include "warnings.h"
@@ -121,6 +122,11 @@ struct JobMonitor::State {
   std::atomic<std::int64_t> drain_until_ns{0};  // steady clock; 0: not draining
   JobWatch watch{token};
   JobView view;
+  // The endpoint's text, rendered by the loop once a second (the view is the loop's alone).
+  std::mutex metrics_m;
+  std::string metrics_text;
+  std::chrono::steady_clock::time_point next_metrics{};
+  std::unique_ptr<MetricsServer> metrics;
   std::map<int, Conn> conns;  // by id
   std::map<int, std::string> peers;  // by id, kept after the connection closes
   int next_id = 1;
@@ -185,6 +191,12 @@ struct JobMonitor::State {
 
   void view_tick() {
     ViewStep step = view.tick(steady_ms());
+    if (metrics && std::chrono::steady_clock::now() >= next_metrics) {
+      next_metrics = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      std::string text = view.prometheus_text(watch.failing());
+      std::lock_guard<std::mutex> lock(metrics_m);
+      metrics_text = std::move(text);
+    }
     for (int id : step.diagnose) {
       auto it = conns.find(id);
       if (it != conns.end()) it->second.out += "diag\n";
@@ -358,11 +370,22 @@ JobMonitor::JobMonitor(MonitorOptions options) : state_(std::make_unique<State>(
   s.port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                               : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   if (::pipe2(s.wake, O_CLOEXEC | O_NONBLOCK) != 0) throw_syscall_error("pipe2 (the job monitor)", errno);
+  if (s.options.metrics_port > 0) {
+    try {
+      s.metrics = std::make_unique<MetricsServer>(s.options.metrics_port, [&s] {
+        std::lock_guard<std::mutex> lock(s.metrics_m);
+        return s.metrics_text;
+      });
+    } catch (const std::exception& e) {
+      warn(std::string("job monitor: no metrics endpoint: ") + e.what());
+    }
+  }
   s.thread = std::thread([&s] { s.loop(); });
 }
 
 JobMonitor::~JobMonitor() {
   State& s = *state_;
+  s.metrics.reset();
   s.stop = true;
   if (s.wake[1] >= 0) {
     ssize_t n = ::write(s.wake[1], "x", 1);

@@ -30,6 +30,9 @@ struct MonitorOptions {
   ViewOptions view;
   // Where the status lines go (the agent's log at info); hang lines are warnings (warnings.h).
   std::function<void(const std::string&)> info;
+  // The Prometheus endpoint's port (metrics_server.h); 0: none. One that cannot listen is a
+  // warning, not a failed job.
+  int metrics_port = 0;
 };
 
 class JobMonitor {

@@ -223,6 +223,29 @@ std::int64_t peak_rss(int pid) {
   return 0;
 }
 
+// This pod's network traffic: the bytes received and sent over its interfaces other than
+// loopback (/proc/net/dev of the wrapper's network namespace, the pod's).
+std::pair<std::int64_t, std::int64_t> network_bytes() {
+  std::ifstream in("/proc/net/dev");
+  std::string line;
+  std::int64_t rx = 0, tx = 0;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    name.erase(0, name.find_first_not_of(' '));
+    if (name == "lo") continue;
+    const auto f = split(line.substr(colon + 1), ' ');
+    std::vector<std::string> v;
+    for (const auto& x : f)
+      if (!x.empty()) v.push_back(x);
+    if (v.size() < 9) continue;
+    rx += std::atoll(v[0].c_str());
+    tx += std::atoll(v[8].c_str());
+  }
+  return {rx, tx};
+}
+
 std::string read_first_line(const std::string& path) {
   std::ifstream in(path);
   std::string line;
@@ -465,8 +488,10 @@ class Wrapper {
     if (p.state == 0) return "ping";
     samples_.push_back({Clock::now(), p.cpu_ms});
     while (samples_.size() > 6) samples_.pop_front();
+    const auto [rx, tx] = network_bytes();
     return format_monitor_line("ping", {{"state", std::string(1, p.state)}, {"cpu", std::to_string(p.cpu_ms)},
-                                        {"rss", std::to_string(p.rss)}, {"hwm", std::to_string(peak_rss(pid_))}});
+                                        {"rss", std::to_string(p.rss)}, {"hwm", std::to_string(peak_rss(pid_))},
+                                        {"rx", std::to_string(rx)}, {"tx", std::to_string(tx)}});
   }
 
   // The stack pipe: the handler's announcement, then dumps (kept only while diagnose() asks).
