@@ -31,6 +31,7 @@
 #include "sys/private_files.h"
 #include "sys/rank_guard.h"
 #include "sys/job_monitor.h"
+#include "sys/local_ranks.h"
 #include "failure_summary.h"
 #include "rank_env.h"
 #include "sys/readiness.h"
@@ -380,6 +381,7 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   guard.argv = rank_args.command;
   guard.monitor = rank_args.monitor;
   guard.termination_log = settings.termination_log;
+  guard.state_dir = settings.state_dir;
   const auto number = [&](const char* name) {
     const auto v = env_value(program_env, name);
     return v && !v->empty() && v->size() < 10 && v->find_first_not_of("0123456789") == std::string::npos ? std::stoi(*v) : -1;
@@ -406,7 +408,24 @@ int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   }
   if (const auto path = env_value(env, "PATH")) write_pod_path(setup.state_dir, *path);
   spdlog::info("starting sshd on port {} ({} session variables)", setup.port, setup.session_env.size());
-  exec_worker_sshd(setup);
+  if (spec.settings.stop_grace_s == 0) exec_worker_sshd(setup);
+  // A termination signal (the pod being deleted) first asks this pod's rank wrappers to stop the
+  // job (they tell the master, which tells every rank); sshd gets it once they are gone, or
+  // GJ_STOP_GRACE later (docs/agent.md "Stop requests").
+  const std::string state_dir = spec.settings.state_dir;
+  const std::int64_t grace = spec.settings.stop_grace_s;
+  JobEnd end;
+  end.stop_grace = std::chrono::seconds(grace);
+  end.stop = [state_dir, grace] {
+    const int n = signal_local_ranks(state_dir);
+    if (n > 0)
+      spdlog::warn("termination signal: asked this pod's {} rank(s) to stop the job; sshd gets the signal when they have "
+                   "left, at most {} s from now (GJ_STOP_GRACE)",
+                   n, grace);
+    return n > 0;
+  };
+  end.stop_done = [state_dir] { return local_ranks_alive(state_dir) == 0; };
+  return run_worker_sshd(setup, &end);
 }
 
 }  // namespace gj

@@ -4,6 +4,9 @@ docs/agent.md "Stop requests", "Hangs", "Status lines".
 
   stop       SIGTERM to gj-mpirun: every rank's program that polls for a stop request hears
              `stop` on its rank socket, leaves by itself within GJ_STOP_GRACE, and the job ends 0
+  stop-pod   a pod's stop request (what a worker pod's gj-mpirun sends its rank wrappers on SIGTERM:
+             SIGRTMIN+1 to the wrappers noted in GJ_STATE_DIR/ranks): the wrapper asks the master,
+             every rank hears `stop`, and the job ends 0 without any termination signal
   stop-deaf  a program that never polls: the signal reaches mpiexec at once (no grace wait)
   blocked    gj.torch, rank 1 blocked in stuck_in_data_loader before its 5th allreduce: after the
              stall time (2 s here) the master's log names rank 1, what it last completed, its
@@ -60,6 +63,23 @@ def wait_lines(p, prefix, count, timeout):
         seen.append(line.rstrip("\n"))
         got += line.startswith(prefix)
     return seen
+
+
+def case_stop_pod(gj, env):
+    p = start(gj, env, [PROG, "stop"])
+    wait_lines(p, "RANK ", 2, 60)
+    ranks = os.path.join(env["GJ_STATE_DIR"], "ranks")
+    pids = [int(n) for n in os.listdir(ranks)] if os.path.isdir(ranks) else []
+    check(len(pids) == 2, f"both wrappers noted their pid in {ranks}: {pids}")
+    os.kill(pids[0], signal.SIGRTMIN + 1)
+    out, err = p.communicate(timeout=60)
+    text = out + err
+    for r in (0, 1):
+        check(f"RANK {r} stop: stop reason=pod job-master-0 is being stopped" in out,
+              f"rank {r} heard `stop` with the pod's reason:\n{text}")
+    check("asking every rank to stop" in err, f"the master's log says so:\n{err}")
+    check(p.returncode == 0, f"the job ends 0, got {p.returncode}:\n{text}")
+    check(not os.listdir(ranks), f"the wrappers removed their notes: {os.listdir(ranks)}")
 
 
 def case_stop(gj, env, deaf):
@@ -200,7 +220,9 @@ def main():
     try:
         with tempfile.TemporaryDirectory() as scratch:
             env = base_env(flavour, scratch)
-            if case in ("stop", "stop-deaf"):
+            if case == "stop-pod":
+                case_stop_pod(gj, env)
+            elif case in ("stop", "stop-deaf"):
                 case_stop(gj, env, case == "stop-deaf")
             elif case == "metrics":
                 case_metrics(gj, env, scratch)

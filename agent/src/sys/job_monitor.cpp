@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent_error.h"
 #include "exit_codes.h"
 #include "internal.h"
 #include "metrics_server.h"
@@ -376,8 +377,8 @@ JobMonitor::JobMonitor(MonitorOptions options) : state_(std::make_unique<State>(
         std::lock_guard<std::mutex> lock(s.metrics_m);
         return s.metrics_text;
       });
-    } catch (const std::exception& e) {
-      warn(std::string("job monitor: no metrics endpoint: ") + e.what());
+    } catch (const LaunchError& e) {
+      warn("job monitor: no metrics endpoint: " + e.message);
     }
   }
   s.thread = std::thread([&s] { s.loop(); });

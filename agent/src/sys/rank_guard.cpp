@@ -22,6 +22,7 @@
 #include "child_exit.h"
 #include "failure_summary.h"
 #include "internal.h"
+#include "local_ranks.h"
 #include "monitor_line.h"
 #include "spawn.h"
 #include "termination_log.h"
@@ -44,6 +45,9 @@ constexpr std::size_t kStackLinesMax = 200;
 volatile sig_atomic_t g_program_pid = 0;
 volatile sig_atomic_t g_early_signal = 0;  // arrived before the program's pid was known
 volatile sig_atomic_t g_termination = 0;   // a launcher's SIGTERM/SIGINT/SIGHUP/SIGQUIT arrived
+volatile sig_atomic_t g_stop_asked = 0;    // this pod's gj-mpirun asked for a stop (local_ranks.h)
+
+extern "C" void note_stop(int) { g_stop_asked = 1; }
 
 extern "C" void pass_on(int sig) {
   if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT) g_termination = sig;
@@ -259,6 +263,11 @@ class Wrapper {
 
   int run() {
     oom_before_ = oom_kills(cgroup_);
+    struct sigaction sa {};
+    sa.sa_handler = note_stop;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(stop_signal(), &sa, nullptr);
+    note_local_rank(g_.state_dir);
     if (!g_.monitor.empty()) {
       monitor_ = connect_monitor(g_.monitor, &token_);
       if (monitor_ < 0)
@@ -271,6 +280,7 @@ class Wrapper {
                                                        {"size", std::to_string(g_.size)}, {"local", std::to_string(g_.local_rank)},
                                                        {"pod", g_.pod}, {"pid", std::to_string(pid_)}}) + "\n");
     const int st = watch();
+    forget_local_rank(g_.state_dir);
     return finish(st);
   }
 
@@ -597,6 +607,12 @@ class Wrapper {
       if (lib_ >= 0 && fds[1].revents != 0) from_library();
       if (monitor_ >= 0 && fds[2].revents != 0) from_monitor();
       if (stack_ >= 0 && fds[4].revents != 0) read_stacks();
+      if (g_stop_asked == 1) {  // once: the whole job is asked through the master, this program at once
+        g_stop_asked = 2;
+        const std::string why = "pod " + g_.pod + " is being stopped (its gj-mpirun received a termination signal)";
+        send_all(monitor_, format_monitor_line("stopreq", {}, why) + "\n");
+        if (lib_ >= 0) send_all(lib_, format_monitor_line("stop", {}, why) + "\n");
+      }
       if (monitor_ >= 0 && Clock::now() >= next_ping) {
         send_all(monitor_, ping_line() + "\n");
         next_ping = Clock::now() + kPingInterval;

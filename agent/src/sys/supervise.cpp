@@ -145,7 +145,8 @@ int supervise(const std::vector<std::string>& argv, const Environment* environme
         ::kill(job.pid, SIGKILL);
       }
     }
-    if (held_signal != 0 && std::chrono::steady_clock::now() >= held_until) {
+    if (held_signal != 0 &&
+        (std::chrono::steady_clock::now() >= held_until || (end->stop_done && end->stop_done()))) {
       if (::kill(-group, held_signal) != 0 && errno == ESRCH) ::kill(job.pid, held_signal);
       held_signal = 0;
     }

@@ -34,6 +34,8 @@ struct JobEnd {
   const std::atomic<bool>* requested = nullptr;
   std::function<bool()> stop;
   std::chrono::milliseconds stop_grace{0};
+  // While a signal is held: true once what was asked to stop has gone, to pass it on at once.
+  std::function<bool()> stop_done;
   std::chrono::milliseconds grace{3000};
   std::chrono::milliseconds term_grace{1500};
   int terminated_by = 0;  // out
