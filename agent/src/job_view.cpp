@@ -106,6 +106,8 @@ void JobView::on_line(int conn, const RankIdentity& who, const MonitorLine& l, s
     r.hwm = std::max(r.hwm, l.number("hwm").value_or(0));
     r.net_rx = l.number("rx").value_or(r.net_rx);
     r.net_tx = l.number("tx").value_or(r.net_tx);
+    r.throttled_us = l.number("thr").value_or(r.throttled_us);
+    if (const auto psi = l.get("psi")) r.memory_pressure = std::atof(psi->c_str());
   } else if (l.verb == "diag") {
     if (!r.diag) r.diag = Diagnosis{now, false, {}};
     r.diag->lines.clear();
@@ -312,12 +314,75 @@ void JobView::status_check(std::int64_t now, ViewStep& step) {
   step.info_lines.push_back(line);
 }
 
+void JobView::straggler_check(std::int64_t now, ViewStep& step) {
+  if (options_.straggler_window_ms <= 0) return;
+  if (next_straggler_ms_ >= 0 && now < next_straggler_ms_) return;
+  const bool first = next_straggler_ms_ < 0;
+  const double window = static_cast<double>(options_.straggler_window_ms);
+  next_straggler_ms_ = now + options_.straggler_window_ms;
+  struct Share {
+    int conn;
+    double in, cpu, throttled;
+  };
+  std::vector<Share> shares;
+  std::uint64_t collectives = 0;
+  for (const auto& [conn, r] : ranks_) {
+    if (r.gone || r.sets.empty()) continue;
+    const Totals t = totals(r);
+    Sample now_sample{t.in_ms, r.cpu_ms, r.throttled_us, t.collectives};
+    const auto base = straggler_base_.find(conn);
+    if (!first && base != straggler_base_.end()) {
+      const Sample& b = base->second;
+      shares.push_back({conn, static_cast<double>(now_sample.in_ms - b.in_ms) / window,
+                        static_cast<double>(now_sample.cpu_ms - b.cpu_ms) / window,
+                        static_cast<double>(now_sample.throttled_us - b.throttled_us) / 1000.0 / window});
+      collectives = std::max(collectives, now_sample.collectives - b.collectives);
+    }
+    straggler_base_[conn] = now_sample;
+  }
+  if (first) return;
+  int slow = -1;
+  double others = 0, mine = 0;
+  if (shares.size() >= 2 && collectives >= 3) {  // a window with collectives going on
+    std::sort(shares.begin(), shares.end(), [](const Share& a, const Share& b) { return a.in < b.in; });
+    std::vector<double> rest;
+    for (std::size_t i = 1; i < shares.size(); ++i) rest.push_back(shares[i].in);
+    others = rest[rest.size() / 2];  // their median
+    mine = shares[0].in;
+    if (others - mine > options_.straggler_share) slow = shares[0].conn;
+  }
+  flagged_.push_back(slow);
+  const std::size_t keep = static_cast<std::size_t>(options_.straggler_windows) + 1;
+  if (flagged_.size() > keep) flagged_.erase(flagged_.begin());
+  if (slow >= 0 && slow != straggler_ &&
+      std::count(flagged_.begin(), flagged_.end(), slow) >= options_.straggler_windows) {
+    straggler_ = slow;
+    const Rank& r = ranks_[slow];
+    std::string cause;
+    const Share& s = shares[0];
+    if (s.throttled > 0.10)
+      cause = "its pod's cgroup throttled its CPU " + percent(s.throttled) + " of the time (cpu.stat throttled_usec)";
+    else if (r.memory_pressure > 10)
+      cause = "memory pressure in its pod (memory.pressure some avg10=" + std::to_string(static_cast<int>(r.memory_pressure)) + "%)";
+    else
+      cause = "its own work between collectives takes longer (" + percent(1.0 - mine) + " of its time outside collectives, " +
+              percent(s.cpu) + " CPU; no CPU throttling or memory pressure seen)";
+    step.warn_lines.push_back("straggler: rank " + std::to_string(r.who.rank) + " (pod " + r.who.pod +
+                              ") arrives last at collectives: the other ranks spend " + percent(others) +
+                              " of their time in collectives waiting, it " + percent(mine) + " (in " +
+                              std::to_string(options_.straggler_windows) + " of the last " + std::to_string(keep) +
+                              " windows of " + seconds_text(options_.straggler_window_ms) + "); cause: " + cause);
+  }
+  if (straggler_ >= 0 && std::count(flagged_.begin(), flagged_.end(), straggler_) == 0) straggler_ = -1;  // episode over
+}
+
 ViewStep JobView::tick(std::int64_t now) {
   ViewStep step;
   hang_waited_ms_ = 0;
   hang_ranks_ = 0;
   for (const auto& [id, set] : sets_) hang_check(id, set, now, step);
   status_check(now, step);
+  straggler_check(now, step);
   return step;
 }
 
@@ -421,6 +486,11 @@ std::string JobView::prometheus_text(bool failing) const {
   family("gj_job_state", "gauge", "1 for the job's current state", state);
   family("gj_job_hang_ranks", "gauge", "ranks that have not entered a collective others waited in past the stall time",
          "gj_job_hang_ranks " + std::to_string(hang_ranks_) + "\n");
+  {
+    const auto it = straggler_ >= 0 ? ranks_.find(straggler_) : ranks_.end();
+    family("gj_job_straggler_rank", "gauge", "the rank named as a straggler in the current episode, -1 for none",
+           "gj_job_straggler_rank " + std::to_string(it == ranks_.end() ? -1 : it->second.who.rank) + "\n");
+  }
   family("gj_job_hang_seconds", "gauge", "the longest current wait in one collective past the stall time",
          "gj_job_hang_seconds " + number_text(static_cast<double>(hang_waited_ms_) / 1000.0) + "\n");
   return out;

@@ -24,6 +24,12 @@ struct ViewOptions {
   std::int64_t repeat_ms = 60000;       // a hang's lines again after this long while it lasts
   std::int64_t status_ms = 60000;       // GJ_STATUS_INTERVAL; 0: no status lines
   std::int64_t diag_wait_ms = 3000;     // how long the lines wait for the wrappers' answers
+  // Stragglers: windows of this length; a rank is named when it spends the least time in
+  // collectives by more than straggler_share of the window (the others wait for it) in
+  // straggler_windows of the last straggler_windows + 1 windows. 0: off.
+  std::int64_t straggler_window_ms = 5000;
+  double straggler_share = 0.10;
+  int straggler_windows = 3;
 };
 
 // Who a connection is (JobWatch's record of its `start`).
@@ -84,6 +90,8 @@ class JobView {
     char state = 0;
     std::int64_t cpu_ms = 0, rss = 0, hwm = 0;
     std::int64_t net_rx = -1, net_tx = -1;  // its pod's, as its wrapper last read them
+    std::int64_t throttled_us = 0;          // its pod's cgroup cpu.stat throttled_usec
+    double memory_pressure = 0;             // its pod's memory.pressure "some avg10" (%)
     std::int64_t first_ms = -1, last_ms = -1;  // first and last progress report
     std::optional<Diagnosis> diag;
   };
@@ -104,6 +112,7 @@ class JobView {
 
   void hang_check(const std::string& id, const SetInfo& set, std::int64_t now, ViewStep& step);
   void status_check(std::int64_t now, ViewStep& step);
+  void straggler_check(std::int64_t now, ViewStep& step);
   std::string describe_set(const std::string& id) const;
   std::vector<std::string> diagnosis_lines(int conn) const;
   Totals totals(const Rank& r) const;
@@ -116,6 +125,14 @@ class JobView {
   std::map<int, Totals> status_base_;  // totals at the last status line, by connection
   std::int64_t hang_waited_ms_ = 0;     // the longest current wait past the stall time (tick)
   std::size_t hang_ranks_ = 0;          // ranks named in a current hang
+  struct Sample {
+    std::int64_t in_ms = 0, cpu_ms = 0, throttled_us = 0;
+    std::uint64_t collectives = 0;
+  };
+  std::int64_t next_straggler_ms_ = -1;
+  std::map<int, Sample> straggler_base_;  // by connection, at the window's start
+  std::vector<int> flagged_;              // the last windows' slow rank (a connection), -1: none
+  int straggler_ = -1;                    // the connection named in the current episode, -1: none
 };
 
 // "1.5 GiB", "12.0 MiB", "512 KiB", "100 B".

@@ -103,3 +103,39 @@ TEST_CASE("job view: Prometheus text, per rank with rank, pod and local_rank lab
   CHECK(text.find("gj_pod_network_transmit_bytes_total{pod=\"pod-1\"} 20\n") != std::string::npos);
   CHECK(text.find("gj_job_state{state=\"running\"} 1\n") != std::string::npos);
 }
+
+namespace {
+// Three ranks over 6 windows of 5 s; rank `slow` spends `slow_share` of each window in
+// collectives, the others `share`. Returns the warning lines.
+std::vector<std::string> run_windows(int slow, double slow_share, double share) {
+  ViewOptions o;
+  o.stall_ms = 0;
+  o.status_ms = 0;
+  JobView v(o);
+  std::vector<std::string> lines;
+  std::int64_t in[3] = {0, 0, 0};
+  for (int w = 0; w <= 6; ++w) {
+    const std::int64_t now = w * 5000;
+    for (int r = 0; r < 3; ++r) {
+      feed(v, r, r,
+           "prog set=w.0 in=" + std::to_string(w * 50) + " call=gjAllReduce done=" + std::to_string(w * 50) +
+               " dcall=gjAllReduce age=0 bytes=0 inms=" + std::to_string(in[r]),
+           now);
+      in[r] += static_cast<std::int64_t>(5000 * (r == slow ? slow_share : share));
+    }
+    for (const auto& l : v.tick(now).warn_lines) lines.push_back(l);
+  }
+  return lines;
+}
+}  // namespace
+
+TEST_CASE("job view: a rank the others wait for is named a straggler once per episode; a healthy job never",
+          "[job_view]") {
+  const auto slow = run_windows(1, 0.02, 0.45);
+  REQUIRE(slow.size() == 1);
+  CHECK(slow[0].rfind("straggler: rank 1 (pod pod-1) arrives last at collectives: the other ranks spend 45% of their "
+                      "time in collectives waiting, it 2%", 0) == 0);
+  CHECK(slow[0].find("cause: its own work between collectives takes longer") != std::string::npos);
+  CHECK(run_windows(1, 0.30, 0.33).empty());  // within 10 % of the window: healthy
+  CHECK(run_windows(-1, 0, 0.40).empty());
+}

@@ -250,6 +250,25 @@ std::pair<std::int64_t, std::int64_t> network_bytes() {
   return {rx, tx};
 }
 
+// The pod's cgroup v2 cpu.stat throttled_usec (0 when unknown) and memory.pressure's
+// "some avg10" (the share of the last 10 s some task waited for memory, %).
+std::int64_t throttled_usec(const std::string& dir) {
+  std::ifstream in(dir + "/cpu.stat");
+  std::string key;
+  std::int64_t value = 0;
+  while (in >> key >> value)
+    if (key == "throttled_usec") return value;
+  return 0;
+}
+
+std::string memory_pressure(const std::string& dir) {
+  std::ifstream in(dir + "/memory.pressure");
+  std::string word;
+  in >> word;  // "some"
+  in >> word;  // "avg10=0.00"
+  return word.compare(0, 6, "avg10=") == 0 ? word.substr(6) : "0";
+}
+
 std::string read_first_line(const std::string& path) {
   std::ifstream in(path);
   std::string line;
@@ -501,7 +520,9 @@ class Wrapper {
     const auto [rx, tx] = network_bytes();
     return format_monitor_line("ping", {{"state", std::string(1, p.state)}, {"cpu", std::to_string(p.cpu_ms)},
                                         {"rss", std::to_string(p.rss)}, {"hwm", std::to_string(peak_rss(pid_))},
-                                        {"rx", std::to_string(rx)}, {"tx", std::to_string(tx)}});
+                                        {"rx", std::to_string(rx)}, {"tx", std::to_string(tx)},
+                                        {"thr", std::to_string(throttled_usec(cgroup_))},
+                                        {"psi", memory_pressure(cgroup_)}});
   }
 
   // The stack pipe: the handler's announcement, then dumps (kept only while diagnose() asks).
