@@ -22,6 +22,9 @@ namespace gj {
 
 enum class Supervise { Auto, On, Off };
 enum class HostfileMode { Auto, Always, Never };
+// The `horovod` alias (horovod_alias.h): off; on (refused beside an installed Horovod); on and gj
+// wins over an installed Horovod; the installed Horovod wins where there is one, else gj.
+enum class HorovodAlias { Off, On, Gj, Horovod };
 
 // Settings of gj-mpirun itself. No defaults here: default_settings() gives the table's.
 struct AgentSettings {
@@ -46,6 +49,7 @@ struct AgentSettings {
   bool default_exports = true;
   std::string master_host;  // empty: <pod>.<job>
   bool rank_env = true;     // torchrun's RANK, WORLD_SIZE, ... for every rank
+  HorovodAlias horovod_alias = HorovodAlias::Off;
   std::string log_level;
   std::string termination_log;  // the pod's termination message file
   // The job monitor's view inside a running job (docs/agent.md "Hangs", "Status lines", "Stop

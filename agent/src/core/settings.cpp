@@ -87,6 +87,12 @@ void store_supervise(AgentSettings& s, const std::string& label, const Values& v
   else s.supervise = parse_bool(label, last(v)) ? Supervise::On : Supervise::Off;
 }
 
+void store_horovod_alias(AgentSettings& s, const std::string& label, const Values& v) {
+  if (last(v) == "gj") s.horovod_alias = HorovodAlias::Gj;
+  else if (last(v) == "horovod") s.horovod_alias = HorovodAlias::Horovod;
+  else s.horovod_alias = parse_bool(label, last(v)) ? HorovodAlias::On : HorovodAlias::Off;
+}
+
 void store_exports(AgentSettings& s, const std::string&, const Values& v) { s.exports = v; }
 
 // Checked here, not only when sshd is prepared, so that the dry run fails as the real run would.
@@ -194,6 +200,12 @@ std::vector<Setting> make_table() {
           .help("give every rank torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, "
                 "MASTER_PORT and OMP_NUM_THREADS (its pod's CPUs / its pod's ranks) unless set")
           .store(boolean(&AgentSettings::rank_env)),
+      Row("GJ_HOROVOD_ALIAS").type(T::Choice).default_value("0")
+          .switch_flag("--horovod-alias", "1")
+          .help("Python ranks import horovod, horovod.torch, horovod.tensorflow(.keras), horovod.keras as gj's modules "
+                "(a PYTHONPATH entry to gj's alias folder); 1: refused when a real Horovod is installed, gj or "
+                "horovod: which one wins then")
+          .store(store_horovod_alias),
       Row("GJ_SSHD").flag("--sshd").value("P").default_value(defaults::kSshd)
           .help("sshd program")
           .store(text(&AgentSettings::sshd)),

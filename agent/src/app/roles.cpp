@@ -15,6 +15,7 @@
 #include "quote.h"
 #include "dry_run.h"
 #include "exit_codes.h"
+#include "horovod_alias.h"
 #include "hosts.h"
 #include "local_files.h"
 #include "mpiexec_argv.h"
@@ -185,6 +186,16 @@ MasterJob plan_job(const JobSpec& spec, const EnvMap& env, const CommandLine& cl
                         : plan_master(job.spec, worker_hosts(job.spec), inv, env);
   if (!job.spec.platform_note.empty()) job.plan.notes.push_back(job.spec.platform_note);
   if (job.plan.command.front() == settings.python) require_program(settings.python, "--python/GJ_PYTHON", env);
+
+  if (settings.horovod_alias != HorovodAlias::Off) {
+    // The job's interpreter says where gj's alias folder is and whether a real Horovod is there.
+    require_program(settings.python, "--python/GJ_PYTHON", env);
+    const auto argv = horovod_alias_probe_argv(settings.python);
+    add_horovod_alias(job.plan, settings.horovod_alias,
+                      parse_horovod_alias_probe(settings.python, capture_output(argv, std::chrono::seconds(30))), env,
+                      settings.python);
+    spdlog::info("{}", job.plan.notes.back());
+  }
 
   const CpuFactsRead cpu = read_cpu_facts();
   for (const auto& note : cpu.notes) spdlog::debug("cpu facts: {}", note);
