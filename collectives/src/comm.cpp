@@ -1,6 +1,10 @@
 #include "comm.h"
 
+#include <algorithm>
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <vector>
 #include <exception>
 #include <string>
 
@@ -113,6 +117,31 @@ std::unique_ptr<Hierarchy> make_hierarchy(const gjComm& c, const Agreed& agreed)
 #endif
 }
 
+// The communicator's progress counters (peer/progress.h), named by its members' world ranks
+// and how many communicators over the same members this process made before (the same count
+// on every member: communicators are made collectively).
+std::unique_ptr<peer::Progress> make_progress(MPI_Comm comm) {
+  MPI_Group mine = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  mpi_check(MPI_Comm_group(comm, &mine), "MPI_Comm_group");
+  mpi_check(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group(MPI_COMM_WORLD)");
+  int n = 0;
+  MPI_Group_size(mine, &n);
+  std::vector<int> local(static_cast<std::size_t>(n)), members(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) local[static_cast<std::size_t>(i)] = i;
+  mpi_check(MPI_Group_translate_ranks(mine, n, local.data(), world, members.data()), "MPI_Group_translate_ranks");
+  MPI_Group_free(&mine);
+  MPI_Group_free(&world);
+  std::sort(members.begin(), members.end());
+  static std::mutex m;
+  static std::map<std::vector<int>, int> made;
+  int nth = 0;
+  {
+    std::lock_guard<std::mutex> lock(m);
+    nth = made[members]++;
+  }
+  return std::make_unique<peer::Progress>(std::move(members), nth);
+}
+
 // Live communicators over MPI_COMM_WORLD's ranks in this process.
 std::atomic<int> g_world_comms{0};
 
@@ -188,7 +217,9 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
     // No NCCL for device buffers from the start: callers may refuse them without the queue.
     if (!c->plan.use_nccl) c->device_decided.store(true, std::memory_order_release);
     mpi_check(MPI_Query_thread(&c->thread_level), "MPI_Query_thread");
+    c->progress = make_progress(c->mpi);
     c->queue = std::make_unique<HostQueue>(c->mpi, *c->host, c->thread_level, patient, c->config.timeout_ms);
+    c->queue->track(c->progress.get());
     c->queue->watch_peers(c->live);
     c->control = std::make_unique<ControlChannel>(c->mpi, c->config.timeout_ms);
     log(c->config, LogLevel::Info, c->rank,

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "control.h"
 #include "peer/liveness.h"
+#include "peer/progress.h"
 #include "queue.h"
 
 struct gjComm {
@@ -42,6 +43,9 @@ struct gjComm {
   std::unique_ptr<gj::Backend> host;    // MPI (+ shared memory)
   std::unique_ptr<gj::Backend> device;  // NCCL once a device collective ran, or null
   int thread_level = MPI_THREAD_SINGLE;  // what MPI provides (MPI_Query_thread)
+  // What this rank has entered and completed on this communicator, for the master's hang view
+  // (peer/progress.h). Declared before the queue, which counts requests out of it.
+  std::unique_ptr<gj::peer::Progress> progress;
   // Every collective on `mpi` goes through here, host or device, in call order. Declared
   // after the backends: destroyed (drained, thread joined) before them.
   std::unique_ptr<gj::HostQueue> queue;

@@ -45,6 +45,7 @@ STUB_SSHD = r"""#!/bin/sh
 out="$(dirname "$0")/sshd.argv"
 : > "$out"
 for a in "$@"; do printf '%s\0' "$a" >> "$out"; done
+[ -n "${STUB_SSHD_SLEEP:-}" ] && [ "$1" = -D ] && exec sleep "$STUB_SSHD_SLEEP"
 exit "${STUB_SSHD_EXIT:-0}"
 """
 
@@ -961,6 +962,55 @@ def test_worker_exec_sshd(sb):
     argv = sb.recorded("sshd")
     check(argv is not None and argv[:2] == ["-D", "-e"], f"sshd argv {argv}")
     check(sb.recorded("mpiexec") is None, "worker ran mpiexec")
+
+
+FAKE_RANK = r"""
+import os, signal, sys, time
+def stop(sig, frame):
+    open(sys.argv[1], "w").write("stop")
+    time.sleep(0.5)  # "saving a checkpoint"
+    sys.exit(0)
+signal.signal(signal.SIGRTMIN + 1, stop)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_worker_stop(sb):
+    """SIGTERM to a worker pod's gj-mpirun (the pod deleted): it first asks this pod's rank
+    wrappers (the pids noted in GJ_STATE_DIR/ranks) to stop with SIGRTMIN+1, and passes the
+    signal to sshd once they have left (well before GJ_STOP_GRACE): 143. docs/agent.md "Stop requests"."""
+    env = sb.env(role="worker")
+    state = os.path.join(sb.dir, "state-stop")
+    env.update(STUB_SSHD_SLEEP="1002", GJ_STATE_DIR=state, GJ_STOP_GRACE="30")
+    marker = os.path.join(sb.dir, "rank-stopped")
+    rank = subprocess.Popen([sys.executable, "-c", FAKE_RANK, marker], stdout=subprocess.PIPE, text=True)
+    try:
+        check(rank.stdout.readline().strip() == "ready", "the fake rank started")
+        p = subprocess.Popen([GJ, sb.script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 15
+        while (sb.recorded("sshd") or [""])[0] != "-D" and time.time() < deadline:  # not its `sshd -t` check
+            time.sleep(0.05)
+        check((sb.recorded("sshd") or [""])[0] == "-D", "the worker started sshd")
+        # The wrapper's note, as a rank started over ssh would leave it (the state dir exists now).
+        os.makedirs(os.path.join(state, "ranks"), exist_ok=True)
+        open(os.path.join(state, "ranks", str(rank.pid)), "w").close()
+        time.sleep(0.3)
+        sent = time.time()
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=20)
+        took = time.time() - sent
+        try:
+            rank.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        check(os.path.exists(marker), f"the rank wrapper got the stop request:\n{err}")
+        check("asked this pod's 1 rank(s) to stop the job" in err, f"the worker's log says so:\n{err}")
+        check(took < 5, f"sshd got the signal once the rank had left, not after the 30 s grace ({took:.1f} s)")
+        expect_rc(subprocess.CompletedProcess([], p.returncode, "", err), 143, "worker stop")
+    finally:
+        if rank.poll() is None:
+            rank.kill()
 
 
 def test_missing_programs(sb):

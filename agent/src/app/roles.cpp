@@ -32,6 +32,7 @@
 #include "sys/private_files.h"
 #include "sys/rank_guard.h"
 #include "sys/job_monitor.h"
+#include "sys/local_ranks.h"
 #include "failure_summary.h"
 #include "preflight.h"
 #include "preflight_run.h"
@@ -330,6 +331,12 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
     MonitorOptions options;
     options.master_pod = pod_name(env);
     options.ssh_port = settings.ssh_port;
+    options.view.stall_ms = settings.stall_ms;
+    options.view.hang_timeout_ms = settings.hang_timeout_s * 1000;
+    options.view.repeat_ms = std::max<std::int64_t>(settings.stall_ms, 30000);
+    options.view.status_ms = settings.status_interval_s * 1000;
+    options.info = [](const std::string& line) { spdlog::info("{}", line); };
+    options.metrics_port = settings.metrics_port;
     monitor.emplace(options);
     plan.command = with_rank_monitor(plan.command, monitor->endpoint());
   }
@@ -343,11 +350,23 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
   const Environment environment = environment_block(env, cmd.env);
   spdlog::info("running: {}", shell_join(redacted_argv(cmd.argv)));
   JobEnd end;
-  if (monitor) end.requested = &monitor->end_requested();
+  if (monitor) {
+    end.requested = &monitor->end_requested();
+    end.stop_grace = std::chrono::seconds(settings.stop_grace_s);
+    end.stop = [&monitor, &settings] {
+      const bool polled = monitor->request_stop("gj-mpirun received a termination signal (the pod is being deleted)");
+      if (polled)
+        spdlog::warn("termination signal: every rank was asked to stop; mpiexec gets the signal in {} s (GJ_STOP_GRACE) "
+                     "unless the job ends first",
+                     settings.stop_grace_s);
+      return polled;
+    };
+  }
   const int status = run_job(cmd.argv, monitor.has_value() || should_supervise(settings.supervise), &environment,
                              monitor ? &end : nullptr);
   if (monitor) {
     const JobWatch watch = monitor->finish(std::chrono::milliseconds(1500));
+    for (const auto& line : monitor->end_lines()) spdlog::info("{}", line);
     // A job we passed a termination signal to (the pod deleted) before any rank failed: its ranks
     // died of that signal, which is no rank failure to report; the status is 128+N below.
     const bool report_failure = end.terminated_by == 0 && watch.failing();
@@ -414,6 +433,7 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   guard.argv = rank_args.command;
   guard.monitor = rank_args.monitor;
   guard.termination_log = settings.termination_log;
+  guard.state_dir = settings.state_dir;
   const auto number = [&](const char* name) {
     const auto v = env_value(program_env, name);
     return v && !v->empty() && v->size() < 10 && v->find_first_not_of("0123456789") == std::string::npos ? std::stoi(*v) : -1;
@@ -440,7 +460,24 @@ int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   }
   if (const auto path = env_value(env, "PATH")) write_pod_path(setup.state_dir, *path);
   spdlog::info("starting sshd on port {} ({} session variables)", setup.port, setup.session_env.size());
-  exec_worker_sshd(setup);
+  if (spec.settings.stop_grace_s == 0) exec_worker_sshd(setup);
+  // A termination signal (the pod being deleted) first asks this pod's rank wrappers to stop the
+  // job (they tell the master, which tells every rank); sshd gets it once they are gone, or
+  // GJ_STOP_GRACE later (docs/agent.md "Stop requests").
+  const std::string state_dir = spec.settings.state_dir;
+  const std::int64_t grace = spec.settings.stop_grace_s;
+  JobEnd end;
+  end.stop_grace = std::chrono::seconds(grace);
+  end.stop = [state_dir, grace] {
+    const int n = signal_local_ranks(state_dir);
+    if (n > 0)
+      spdlog::warn("termination signal: asked this pod's {} rank(s) to stop the job; sshd gets the signal when they have "
+                   "left, at most {} s from now (GJ_STOP_GRACE)",
+                   n, grace);
+    return n > 0;
+  };
+  end.stop_done = [state_dir] { return local_ranks_alive(state_dir) == 0; };
+  return run_worker_sshd(setup, &end);
 }
 
 }  // namespace gj

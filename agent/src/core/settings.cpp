@@ -1,6 +1,7 @@
 #include "settings.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "agent_error.h"
@@ -28,6 +29,24 @@ Store text(std::string AgentSettings::*field) {
 
 Store boolean(bool AgentSettings::*field) {
   return [field](AgentSettings& s, const std::string& label, const Values& v) { s.*field = parse_bool(label, last(v)); };
+}
+
+// Whole seconds, 0 allowed (0 turns the feature off, as its help says).
+Store seconds_or_off(std::int64_t AgentSettings::*field) {
+  return [field](AgentSettings& s, const std::string& label, const Values& v) { s.*field = parse_count(label, last(v)); };
+}
+
+// Seconds as Horovod reads them (a decimal number, 0 off) into milliseconds.
+Store decimal_seconds_ms(std::int64_t AgentSettings::*field) {
+  return [field](AgentSettings& s, const std::string& label, const Values& v) {
+    const std::string& text = last(v);
+    char* end = nullptr;
+    const double x = std::strtod(text.c_str(), &end);
+    if (text.empty() || end == text.c_str() || *end != '\0' || !(x >= 0) || x > 1e9)
+      throw AgentError{exit_code::kBadEnvironment,
+                       label + "=\"" + text + "\" is not a non-negative number of seconds; set e.g. 60, or 0 for off"};
+    s.*field = static_cast<std::int64_t>(x * 1000 + 0.5);
+  };
 }
 
 // Whole seconds, at least 1; `fix` says what to do instead of 0.
@@ -263,6 +282,31 @@ std::vector<Setting> make_table() {
       Row("GJ_NVML_LIBRARY").value("P").default_value("libnvidia-ml.so.1")
           .help("NVML, opened at run time by the GPU check (the driver's /proc tree where it cannot be opened)")
           .store(text(&AgentSettings::nvml_library)),
+      Row("GJ_STOP_GRACE").value("S").type(T::Count).default_value("20")
+          .help("master: on SIGTERM/SIGINT, every rank is first asked to stop (gj.torch.stop_requested()); when "
+                "its program polls for that, the signal reaches mpiexec only this many seconds later (0: at once)")
+          .store(seconds_or_off(&AgentSettings::stop_grace_s)),
+      Row("HOROVOD_STALL_CHECK_TIME_SECONDS").value("S").default_value("60")
+          .help("master: when ranks have waited this long in one collective, the log names the ranks that have "
+                "not entered it with their state, CPU use and Python stack, and repeats it while the hang lasts "
+                "(0: off)")
+          .store(decimal_seconds_ms(&AgentSettings::stall_ms)),
+      Row("GJ_HANG_TIMEOUT").flag("--hang-timeout").value("S").type(T::Count).default_value("900")
+          .help("master: a collective that has made no progress for this long ends the job as a failure of the "
+                "ranks that never entered it (exit 7; 0: never)")
+          .store(seconds_or_off(&AgentSettings::hang_timeout_s)),
+      Row("GJ_STATUS_INTERVAL").value("S").type(T::Count).default_value("60")
+          .help("master: a `status:` line every this many seconds (collectives/s, bytes/s, slowest rank, largest "
+                "RSS; 0: off)")
+          .store(seconds_or_off(&AgentSettings::status_interval_s)),
+      Row("GJ_METRICS_PORT").flag("--metrics-port").value("N").type(T::Count).default_value("9466")
+          .help("master: serve Prometheus metrics (per rank, per pod, the job) at http://<master>:N/metrics (0: off)")
+          .store([](AgentSettings& s, const std::string& label, const Values& v) {
+            const std::int64_t n = parse_count(label, last(v));
+            if (n > 65535)
+              throw AgentError{exit_code::kBadEnvironment, label + "=\"" + last(v) + "\" is not a port (0-65535); 0 turns the endpoint off"};
+            s.metrics_port = static_cast<int>(n);
+          }),
       Row("GJ_LOG_LEVEL").flag("--log-level").value("L").type(T::Choice).default_value("info")
           .help("trace, debug, info, warn, error, off")
           .store(text(&AgentSettings::log_level)),

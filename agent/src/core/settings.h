@@ -60,6 +60,13 @@ struct AgentSettings {
   std::int64_t preflight_bytes = 0;  // sent on each measured link
   std::string gpu_root;              // where the GPU probe reads /proc and /sys (tests: a fake tree)
   std::string nvml_library;          // NVML, opened at run time
+  // The job monitor's view inside a running job (docs/agent.md "Hangs", "Status lines", "Stop
+  // requests", "Metrics"); 0 turns each off where the docs say so.
+  std::int64_t stop_grace_s = 0;       // GJ_STOP_GRACE
+  std::int64_t stall_ms = 0;           // HOROVOD_STALL_CHECK_TIME_SECONDS, in ms (0: no hang lines)
+  std::int64_t hang_timeout_s = 0;     // GJ_HANG_TIMEOUT (0: never)
+  std::int64_t status_interval_s = 0;  // GJ_STATUS_INTERVAL (0: no status lines)
+  int metrics_port = 0;                // GJ_METRICS_PORT (0: no endpoint)
 };
 
 enum class SettingType { Text, Count, Port, Bool, Choice, List };

@@ -21,6 +21,7 @@
 #include "dtype.h"
 #include "grouped.h"
 #include "mpi_base/mpi_check.h"
+#include "peer/progress.h"
 #include "requests.h"
 #include "validate.h"
 #include "work.h"
@@ -80,6 +81,31 @@ Target target_of(gjComm* c, const char* call, const void* const* buffers, const 
   return device_or_host(c, call, buffers_device(call, buffers, names, n));
 }
 
+// The collective's bytes for the progress counters: its elements times their size (the
+// agreement record's count; 0 for calls whose counts differ per rank).
+std::uint64_t bytes_of(const Work& w) {
+  if (w.sig.kind == Kind::Barrier || w.sig.dtype >= static_cast<std::uint64_t>(gjNumDataTypes)) return 0;
+  return w.sig.count * dtype_size(static_cast<gjDataType_t>(w.sig.dtype));
+}
+
+// Counts a call into its communicator's progress now and out at the end of the scope, unless
+// queued() hands the counting out to the host queue.
+class Entered {
+ public:
+  Entered(gjComm* c, const Work& w) : progress_(c->progress.get()) {
+    if (progress_ != nullptr) progress_->enter(w.call, bytes_of(w));
+  }
+  ~Entered() {
+    if (progress_ != nullptr) progress_->complete();
+  }
+  void queued() { progress_ = nullptr; }
+  Entered(const Entered&) = delete;
+  Entered& operator=(const Entered&) = delete;
+
+ private:
+  peer::Progress* progress_;
+};
+
 // A deferred device request: the caller's stream is marked now (the producer's kernels queued
 // so far); the progress thread later makes the backend's own stream wait for the mark, enqueues
 // the work there and records the completion event the request then waits for. The caller's
@@ -110,8 +136,13 @@ void issue_deferred(gjComm* c, const Target& t, Work w, Body&& body, gjRequest_t
 // communicator's queue; device work is deferred (issue_deferred) or, without a progress
 // thread, enqueued on the caller's stream from this thread after every earlier host request,
 // its request completing with an event.
+//
+// Every call is counted into the communicator's progress (peer/progress.h) when it is issued
+// and out when its result is ready: here for blocking calls and device calls without a progress
+// thread, by the queue for what it runs (host requests, deferred device requests).
 template <class Body>
 void issue(gjComm* c, const Target& t, Work w, Body&& body, gjRequest_t* request, void* stream) {
+  Entered entered(c, w);
   const char* call = w.call;
   if (request == nullptr) {
     return c->queue->run_blocking(w, [&] {
@@ -121,9 +152,14 @@ void issue(gjComm* c, const Target& t, Work w, Body&& body, gjRequest_t* request
   if (!t.device) {
     w.body = [b = t.backend, stream, body = std::forward<Body>(body)] { body(*b, stream); };
     *request = requests::make_host(c, c->queue->submit(std::move(w)));
+    entered.queued();
     return;
   }
-  if (defer_device(c, request)) return issue_deferred(c, t, std::move(w), std::forward<Body>(body), request, stream);
+  if (defer_device(c, request)) {
+    issue_deferred(c, t, std::move(w), std::forward<Body>(body), request, stream);
+    entered.queued();
+    return;
+  }
   // No progress thread: enqueued on the caller's stream now, after every earlier request. The
   // capture and stream checks first (StreamMark), so a refusal has no side effect on any rank.
   (void)cuda::StreamMark(t.index, stream, call);
@@ -270,7 +306,9 @@ void issue_allgather_late(gjComm* c, const Op& o, const Checked&, gjRequest_t* r
     validate::buffer(o.call, "the plan's recvbuff", recvbuff, total);
     if (total > 0) b->allgatherv(o.sendbuff, recvbuff, counts.data(), o.dtype(), nullptr);
   };
+  Entered entered(c, w);
   *request = requests::make_host(c, c->queue->submit(std::move(w)));
+  entered.queued();
 }
 
 void issue_reduce_scatter(gjComm* c, const Op& o, const Checked& k, gjRequest_t* request) {
