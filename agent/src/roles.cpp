@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -33,6 +34,7 @@
 #include "sys/job_monitor.h"
 #include "failure_summary.h"
 #include "rank_env.h"
+#include "restart_policy.h"
 #include "sys/readiness.h"
 #include "session_env.h"
 
@@ -284,11 +286,12 @@ std::string pod_name(const EnvMap& env) {
 // explicit (this process's, plus what the flavour needs in mpiexec's own), exec'd or supervised.
 // With the rank wrappers (the rank environment on), the job monitor listens and mpiexec is
 // supervised (unless --no-supervise asks for exec in place): a rank that fails ends the job,
-// and the summary comes at the end.
-int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
+// and the summary comes at the end. attempt: 0 first, then one per restart (restart_policy.h);
+// its ranks get GJ_RESTART_COUNT and torchrun's restart variables.
+AttemptOutcome launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env, std::int64_t attempt) {
   const AgentSettings& settings = job.spec.settings;
   std::optional<JobMonitor> monitor;
-  LaunchPlan plan = job.plan;
+  LaunchPlan plan = plan_for_attempt(job.plan, attempt, settings.max_restarts);
   if (plan.rank_env && settings.supervise != Supervise::Off) {
     MonitorOptions options;
     options.master_pod = pod_name(env);
@@ -296,6 +299,8 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
     monitor.emplace(options);
     plan.command = with_rank_monitor(plan.command, monitor->endpoint());
   }
+  // A restart needs this process after the job: supervise it even where exec would do.
+  const bool restarts_left = attempt < settings.max_restarts;
   const MpiexecCommand cmd = build_mpiexec_command(plan, req);
   check_exec_size(cmd, env);
   if (cmd.hostfile) {
@@ -307,8 +312,8 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
   spdlog::info("running: {}", shell_join(redacted_argv(cmd.argv)));
   JobEnd end;
   if (monitor) end.requested = &monitor->end_requested();
-  const int status = run_job(cmd.argv, monitor.has_value() || should_supervise(settings.supervise), &environment,
-                             monitor ? &end : nullptr);
+  const bool supervise = monitor.has_value() || restarts_left || should_supervise(settings.supervise);
+  const int status = run_job(cmd.argv, supervise, &environment, supervise ? &end : nullptr);
   if (monitor) {
     const JobWatch watch = monitor->finish(std::chrono::milliseconds(1500));
     // A job we passed a termination signal to (the pod deleted) before any rank failed: its ranks
@@ -319,18 +324,40 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
       for (const auto& line : render_failure_summary(*report)) spdlog::error("{}", line);
       const std::string short_form = "rank failure: " + failure_short_form(*report);
       write_termination_message_to(settings.termination_log, short_form);
-      spdlog::error("gj-mpirun exits with {} (a rank failed; mpiexec's own status was {})", exit_code::kRankFailed, status);
-      return exit_code::kRankFailed;
+      if (!restarts_left)
+        spdlog::error("gj-mpirun exits with {} (a rank failed; mpiexec's own status was {})", exit_code::kRankFailed, status);
+      return {AttemptEnd::RankFailed, exit_code::kRankFailed, short_form};
     }
   }
   // Supervised, the job's end is ours to report: one line in the pod log and the pod status
   // (mpiexec's own report, when it gives one, is several lines and differs per flavour).
-  if (status != 0) {
-    const std::string line = "mpiexec exited with status " + std::to_string(status) + "; gj-mpirun exits with it";
-    spdlog::error("{}", line);
-    write_termination_message_to(settings.termination_log, line);
+  if (status == 0) return {AttemptEnd::Succeeded, 0, ""};
+  const std::string why = "mpiexec exited with status " + std::to_string(status);
+  const std::string line = why + "; gj-mpirun exits with it";
+  const bool stopped = end.terminated_by != 0;  // the pod is being stopped: no restart
+  if (!restarts_left || stopped) spdlog::error("{}", line);
+  write_termination_message_to(settings.termination_log, line);
+  if (stopped) return {AttemptEnd::Stopped, status, "the job was passed signal " + std::to_string(end.terminated_by)};
+  return {AttemptEnd::JobFailed, status, why};
+}
+
+// Steps 4 and 5 once per attempt: the gate (a worker pod the platform re-created comes back
+// under its name), then the job; restart_policy.h decides whether another attempt follows.
+int run_attempts(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
+  const std::int64_t max_restarts = job.spec.settings.max_restarts;
+  for (std::int64_t attempt = 0;; ++attempt) {
+    wait_for_hosts(job, req);
+    const auto started = std::chrono::steady_clock::now();
+    const AttemptOutcome outcome = launch(job, req, env, attempt);
+    const auto took =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    const RestartDecision next = decide_restart(outcome, attempt, max_restarts, took);
+    if (!next.restart) {
+      if (!next.line.empty()) spdlog::error("{}", next.line);
+      return outcome.status;
+    }
+    spdlog::warn("{}", next.line);
   }
-  return status;
 }
 
 }  // namespace
@@ -343,8 +370,7 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   if (cli.dry_run) return print_dry_run(job, req, flavour, cli.json, env);
   log_plan(job, flavour);
   start_sshd_and_copy_keys(job, env, req);
-  wait_for_hosts(job, req);
-  return launch(job, req, env);
+  return run_attempts(job, req, env);
 }
 
 int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
