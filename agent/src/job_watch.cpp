@@ -92,6 +92,13 @@ std::size_t JobWatch::running_with_library() const {
   return n;
 }
 
+std::size_t JobWatch::running_polling_stop() const {
+  std::size_t n = 0;
+  for (const auto& [conn, r] : ranks_)
+    if (!r.departure && r.polls_stop) ++n;
+  return n;
+}
+
 void JobWatch::broadcast(const std::string& line, int except, WatchStep& step) {
   for (const auto& [conn, r] : ranks_)
     if (conn != except && !r.departure) step.sends.push_back({conn, line});
@@ -172,6 +179,10 @@ WatchStep JobWatch::on_line(int conn, const std::string& text, std::int64_t now_
       failure_reason_ = "rank " + std::to_string(r.rank) + " (host " + r.pod + ") failed: " + r.fail_reason;
       broadcast(format_monitor_line("end", {{"status", "failed"}}, failure_reason_), conn, step);
     }
+  } else if (line->verb == "stoppoll") {
+    r.polls_stop = true;
+  } else if (line->verb == "stopreq") {
+    step.stop_request = line->reason.value_or("pod " + r.pod + " is being stopped");
   } else if (line->verb == "tail") {
     r.stderr_tail.push_back(line->reason.value_or(""));
     if (r.stderr_tail.size() > kTailLines) r.stderr_tail.erase(r.stderr_tail.begin());

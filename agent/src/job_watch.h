@@ -39,6 +39,7 @@ struct RankRecord {
   std::string fail_reason;
   std::vector<std::string> stderr_tail;  // the last lines of its stderr (at most kTailLines)
   std::optional<Departure> departure;
+  bool polls_stop = false;            // its program polls for a stop request (`stoppoll`)
 };
 
 inline constexpr std::size_t kTailLines = 20;
@@ -53,6 +54,8 @@ struct WatchStep {
   std::vector<Send> sends;
   std::vector<int> close;  // connections to close (wrong token, not a wrapper)
   bool job_failed_now = false;  // this event made the job fail: end it
+  // A wrapper asked that the whole job be asked to stop (`stopreq`: its pod is being deleted).
+  std::optional<std::string> stop_request;
 };
 
 // What the summary is made of.
@@ -84,6 +87,8 @@ class JobWatch {
   std::size_t running() const;
   // Of those, the ones whose library said hello (they can be told `lost` and raise).
   std::size_t running_with_library() const;
+  // Of those, the ones whose program polls for a stop request.
+  std::size_t running_polling_stop() const;
   const std::map<int, RankRecord>& ranks() const { return ranks_; }  // by connection
   // The pods other than the master's whose every rank wrapper dropped, each with its
   // connections: the candidates for the pod that was lost.

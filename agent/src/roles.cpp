@@ -311,7 +311,26 @@ AttemptOutcome launch(const MasterJob& job, const MpiexecRequest& req, const Env
   const Environment environment = environment_block(env, cmd.env);
   spdlog::info("running: {}", shell_join(redacted_argv(cmd.argv)));
   JobEnd end;
-  if (monitor) end.requested = &monitor->end_requested();
+  // Once every rank was asked to stop, whatever follows (a clean end, a rank that fails while
+  // saving, the held signal) ends the job: a stopped job is never restarted.
+  bool stop_asked = false;
+  const auto ended = [&stop_asked](AttemptOutcome o) {
+    if (stop_asked && o.end != AttemptEnd::Succeeded) o.end = AttemptEnd::Stopped;
+    return o;
+  };
+  if (monitor) {
+    end.requested = &monitor->end_requested();
+    end.stop_grace = std::chrono::seconds(settings.stop_grace_s);
+    end.stop = [&monitor, &settings, &stop_asked] {
+      stop_asked = true;
+      const bool polled = monitor->request_stop("gj-mpirun received a termination signal (the pod is being deleted)");
+      if (polled)
+        spdlog::warn("termination signal: every rank was asked to stop; mpiexec gets the signal in {} s (GJ_STOP_GRACE) "
+                     "unless the job ends first",
+                     settings.stop_grace_s);
+      return polled;
+    };
+  }
   const bool supervise = monitor.has_value() || restarts_left || should_supervise(settings.supervise);
   const int status = run_job(cmd.argv, supervise, &environment, supervise ? &end : nullptr);
   if (monitor) {
@@ -324,9 +343,9 @@ AttemptOutcome launch(const MasterJob& job, const MpiexecRequest& req, const Env
       for (const auto& line : render_failure_summary(*report)) spdlog::error("{}", line);
       const std::string short_form = "rank failure: " + failure_short_form(*report);
       write_termination_message_to(settings.termination_log, short_form);
-      if (!restarts_left)
+      if (!restarts_left || stop_asked)
         spdlog::error("gj-mpirun exits with {} (a rank failed; mpiexec's own status was {})", exit_code::kRankFailed, status);
-      return {AttemptEnd::RankFailed, exit_code::kRankFailed, short_form};
+      return ended({AttemptEnd::RankFailed, exit_code::kRankFailed, short_form});
     }
   }
   // Supervised, the job's end is ours to report: one line in the pod log and the pod status
@@ -334,10 +353,10 @@ AttemptOutcome launch(const MasterJob& job, const MpiexecRequest& req, const Env
   if (status == 0) return {AttemptEnd::Succeeded, 0, ""};
   const std::string why = "mpiexec exited with status " + std::to_string(status);
   const std::string line = why + "; gj-mpirun exits with it";
-  const bool stopped = end.terminated_by != 0;  // the pod is being stopped: no restart
+  const bool stopped = end.terminated_by != 0 || stop_asked;  // the pod is being stopped: no restart
   if (!restarts_left || stopped) spdlog::error("{}", line);
   write_termination_message_to(settings.termination_log, line);
-  if (stopped) return {AttemptEnd::Stopped, status, "the job was passed signal " + std::to_string(end.terminated_by)};
+  if (stopped) return {AttemptEnd::Stopped, status, "the job was asked to stop (a termination signal)"};
   return {AttemptEnd::JobFailed, status, why};
 }
 

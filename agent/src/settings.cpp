@@ -30,6 +30,11 @@ Store boolean(bool AgentSettings::*field) {
   return [field](AgentSettings& s, const std::string& label, const Values& v) { s.*field = parse_bool(label, last(v)); };
 }
 
+// Whole seconds, 0 allowed (0 turns the feature off, as its help says).
+Store seconds_or_off(std::int64_t AgentSettings::*field) {
+  return [field](AgentSettings& s, const std::string& label, const Values& v) { s.*field = parse_count(label, last(v)); };
+}
+
 // Whole seconds, at least 1; `fix` says what to do instead of 0.
 Store seconds(std::int64_t AgentSettings::*field, const char* fix) {
   return [field, fix](AgentSettings& s, const std::string& label, const Values& v) {
@@ -229,6 +234,23 @@ std::vector<Setting> make_table() {
           .help("the pod's termination message file (Kubernetes shows it in the pod status): the master's exit "
                 "reason or rank failure summary, and a worker's failed rank")
           .store(text(&AgentSettings::termination_log)),
+      Row("GJ_STOP_GRACE").value("S").type(T::Count).default_value("20")
+          .help("master: on SIGTERM/SIGINT, every rank is first asked to stop (gj.torch.stop_requested()); when "
+                "its program polls for that, the signal reaches mpiexec only this many seconds later (0: at once)")
+          .store(seconds_or_off(&AgentSettings::stop_grace_s)),
+      Row("HOROVOD_STALL_CHECK_TIME_SECONDS").value("S").type(T::Count).default_value("60")
+          .help("master: when ranks have waited this long in one collective, the log names the ranks that have "
+                "not entered it with their state, CPU use and Python stack, and repeats it while the hang lasts "
+                "(0: off)")
+          .store(seconds_or_off(&AgentSettings::stall_s)),
+      Row("GJ_HANG_TIMEOUT").flag("--hang-timeout").value("S").type(T::Count).default_value("900")
+          .help("master: a collective that has made no progress for this long ends the job as a failure of the "
+                "ranks that never entered it (exit 7; 0: never)")
+          .store(seconds_or_off(&AgentSettings::hang_timeout_s)),
+      Row("GJ_STATUS_INTERVAL").value("S").type(T::Count).default_value("60")
+          .help("master: a `status:` line every this many seconds (collectives/s, bytes/s, slowest rank, largest "
+                "RSS; 0: off)")
+          .store(seconds_or_off(&AgentSettings::status_interval_s)),
       Row("GJ_LOG_LEVEL").flag("--log-level").value("L").type(T::Choice).default_value("info")
           .help("trace, debug, info, warn, error, off")
           .store(text(&AgentSettings::log_level)),

@@ -49,6 +49,13 @@ struct AgentSettings {
   bool rank_env = true;     // torchrun's RANK, WORLD_SIZE, ... for every rank
   std::string log_level;
   std::string termination_log;  // the pod's termination message file
+  // The job monitor's view inside a running job (docs/agent.md "Hangs", "Status lines", "Stop
+  // requests", "Metrics"); 0 turns each off where the docs say so.
+  std::int64_t stop_grace_s = 0;       // GJ_STOP_GRACE
+  std::int64_t stall_s = 0;            // HOROVOD_STALL_CHECK_TIME_SECONDS (0: no hang lines)
+  std::int64_t hang_timeout_s = 0;     // GJ_HANG_TIMEOUT (0: never)
+  std::int64_t status_interval_s = 0;  // GJ_STATUS_INTERVAL (0: no status lines)
+  int metrics_port = 0;                // GJ_METRICS_PORT (0: no endpoint)
 };
 
 enum class SettingType { Text, Count, Port, Bool, Choice, List };

@@ -111,6 +111,12 @@ struct JobMonitor::State {
   std::string token = random_token();
   std::vector<std::string> addresses = local_addresses();
   std::atomic<bool> end{false};
+  // The stop request (request_stop): asked once, told to each wrapper once.
+  std::atomic<bool> stop_asked{false};
+  std::mutex stop_m;
+  std::string stop_reason;
+  std::set<int> stop_told;
+  std::atomic<std::size_t> stop_pollers{0};
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> drain_until_ns{0};  // steady clock; 0: not draining
   JobWatch watch{token};
@@ -126,6 +132,26 @@ struct JobMonitor::State {
     }
     for (int id : step.close) drop(id, false);
     if (step.job_failed_now) end = true;
+    if (step.stop_request && !stop_asked) {
+      warn("job monitor: " + *step.stop_request + "; asking every rank to stop");
+      std::lock_guard<std::mutex> lock(stop_m);
+      stop_reason = *step.stop_request;
+      stop_asked = true;
+    }
+  }
+
+  // Every started wrapper hears the stop request once (pass_stop: also those that start later).
+  void pass_stop() {
+    stop_pollers = watch.running_polling_stop();
+    if (!stop_asked) return;
+    std::string reason;
+    {
+      std::lock_guard<std::mutex> lock(stop_m);
+      reason = stop_reason;
+    }
+    for (auto& [id, c] : conns)
+      if (watch.ranks().count(id) != 0 && stop_told.insert(id).second)
+        c.out += format_monitor_line("stop", {}, reason) + "\n";
   }
 
   // how: for the summary, how the connection ended ("closed", "went silent (...)", ...).
@@ -234,6 +260,7 @@ struct JobMonitor::State {
         if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) read_from(ids[i]);
       }
       check_silence();
+      pass_stop();
       for (auto& [id, c] : conns) flush(id);
       // A failed rank's wrapper waits for its peers to be told and to end (rank_guard.h); once
       // no rank with the library is left to raise, closing the departed ranks' connections lets
@@ -314,6 +341,18 @@ std::string JobMonitor::endpoint() const {
   std::string out = std::to_string(state_->port) + "," + state_->token;
   for (const auto& a : state_->addresses) out += "," + a;
   return out;
+}
+
+bool JobMonitor::request_stop(const std::string& reason) {
+  State& s = *state_;
+  {
+    std::lock_guard<std::mutex> lock(s.stop_m);
+    if (s.stop_reason.empty()) s.stop_reason = reason;
+  }
+  s.stop_asked = true;
+  ssize_t n = ::write(s.wake[1], "x", 1);
+  (void)n;
+  return s.stop_pollers.load() > 0;
 }
 
 const std::atomic<bool>& JobMonitor::end_requested() const { return state_->end; }

@@ -37,6 +37,11 @@ class JobMonitor {
   // For --rank-exec's --monitor: "<port>,<token>,<address>,...", this pod's addresses other
   // than loopback first, loopback last.
   std::string endpoint() const;
+  // Asks every rank to stop: `stop reason=...` to every wrapper (and to those that connect
+  // later), which passes it to its program's library (gj::peer::stop_requested_locally()).
+  // Thread-safe. Returns whether some running rank's program polls for a stop request (its
+  // library said `stoppoll`): then it is worth the stop grace. docs/agent.md "Stop requests".
+  bool request_stop(const std::string& reason);
   // Set on the first failure; the supervisor ends the job when it is.
   const std::atomic<bool>& end_requested() const;
   // After mpiexec has exited: waits up to `drain` for the wrappers still connected to report

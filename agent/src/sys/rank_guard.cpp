@@ -173,6 +173,12 @@ void write_raw(int fd, const char* data, std::size_t n) {
   }
 }
 
+// What the library may tell the master through the wrapper (docs/agent.md "Rank failures",
+// "Stop requests", "Hangs").
+bool from_library_verb(const std::string& verb) {
+  return verb == "hello" || verb == "leave" || verb == "fail" || verb == "stoppoll";
+}
+
 class Wrapper {
  public:
   explicit Wrapper(const RankGuard& g) : g_(g), cgroup_(cgroup_dir()) {}
@@ -276,7 +282,7 @@ class Wrapper {
     lib_in_.append(buf, static_cast<std::size_t>(n));
     for (const auto& text : take_lines(lib_in_)) {
       auto line = parse_monitor_line(text);
-      if (!line || (line->verb != "hello" && line->verb != "leave" && line->verb != "fail")) continue;
+      if (!line || !from_library_verb(line->verb)) continue;
       if (line->verb == "fail") fail_kind_ = line->get("kind").value_or("error"), fail_reason_ = line->reason.value_or("");
       std::vector<std::pair<std::string, std::string>> fields(line->fields.begin(), line->fields.end());
       fields.emplace_back("time", std::to_string(realtime_ns()));

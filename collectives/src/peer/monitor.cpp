@@ -26,6 +26,7 @@ struct State {
   std::string end_reason;
   bool left = false;
   bool failed = false;
+  std::string stop_reason;
   std::mutex write_m;
 };
 
@@ -35,6 +36,8 @@ State& state() {
 }
 
 std::atomic<int> g_fd{-1};
+std::atomic<bool> g_stop{false};
+std::atomic<bool> g_stop_polled{false};
 std::once_flag g_started;
 
 void send_line(const std::string& line) {
@@ -63,6 +66,13 @@ void handle(const Line& l) {
     const auto why = l.fields.find("reason");
     mark_lost(static_cast<int>(rank), h == l.fields.end() ? std::string("unknown") : h->second,
               why == l.fields.end() ? std::string("left the job") : why->second);
+  } else if (l.verb == "stop") {
+    const auto why = l.fields.find("reason");
+    {
+      std::lock_guard<std::mutex> lock(state().m);
+      if (state().stop_reason.empty()) state().stop_reason = why == l.fields.end() ? std::string("stop requested") : why->second;
+    }
+    g_stop.store(true, std::memory_order_release);
   } else if (l.verb == "end") {
     const auto s = l.fields.find("status");
     const auto why = l.fields.find("reason");
@@ -196,6 +206,16 @@ void fail(const char* kind, const std::string& reason) {
     state().failed = true;
   }
   send_line(std::string("fail kind=") + kind + " reason=" + one_line(reason));
+}
+
+bool stop_requested_locally() {
+  if (!g_stop_polled.load(std::memory_order_relaxed) && !g_stop_polled.exchange(true)) send_line("stoppoll");
+  return g_stop.load(std::memory_order_acquire);
+}
+
+std::string stop_reason() {
+  std::lock_guard<std::mutex> lock(state().m);
+  return state().stop_reason;
 }
 
 End wait_end(std::string* reason) {
