@@ -223,16 +223,23 @@ class StopOnRequestCallback(_k.callbacks.Callback):
         self.saved_path = None
         self._epoch = 0
         self._batches = 0
+        self._pending = False
+
+    def on_train_begin(self, logs=None):
+        # The first call tells gj-mpirun that this program polls, so that a SIGTERM from now on
+        # gives it GJ_STOP_GRACE to save; a request already there stops fit after its first batch.
+        self._pending = hvd.stop_requested()
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None):
         self._batches += 1
-        if self._batches % self.check_every:
-            return
-        if not hvd.stop_requested():
-            return
+        if not self._pending:
+            if self._batches % self.check_every:
+                return
+            if not hvd.stop_requested():
+                return
         self.model.stop_training = True
         self.stopped_epoch, self.stopped_batch = self._epoch, batch
         if self.filepath is not None:
