@@ -332,6 +332,7 @@ AttemptOutcome launch(const MasterJob& job, const MpiexecRequest& req, const Env
     };
   }
   const bool supervise = monitor.has_value() || restarts_left || should_supervise(settings.supervise);
+  end.keep_owned = restarts_left;  // the master's sshd serves the next attempt
   const int status = run_job(cmd.argv, supervise, &environment, supervise ? &end : nullptr);
   if (monitor) {
     const JobWatch watch = monitor->finish(std::chrono::milliseconds(1500));
