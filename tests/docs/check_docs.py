@@ -11,7 +11,7 @@ drift silently:
             no torch, no benchmarks) is reported and not counted;
   defaults  every GJ_* variable a doc gives a default for (a table with a "default" column,
             or "`GJ_X` (default Y)") has the default of the one table that defines it:
-            collectives/src/config.h (the GJ_COLL_* comments) and agent/src/settings.cpp
+            collectives/src/config.h (the GJ_COLL_* comments) and agent/src/core/settings.cpp
             (the agent's rows; constants from agent/src/common/defaults.h).
 
 Usage: check_docs.py REPO BUILD   (exit 0 ok, 1 drift found: every finding on its own line,
@@ -171,7 +171,7 @@ def config_defaults():
     if os.path.exists(defaults_h):
         for name, value in re.findall(r"constexpr [\w\s\*]+?\b(k\w+)\s*=\s*([^;]+);", open(defaults_h).read()):
             consts[name] = unquote(value.strip())
-    settings = os.path.join(REPO, "agent/src/settings.cpp")
+    settings = os.path.join(REPO, "agent/src/core/settings.cpp")
     if os.path.exists(settings):
         src = open(settings).read()
         for alias, name in re.findall(r"const std::string (k\w+) = std::to_string\(defaults::(k\w+)\)", src):
@@ -220,7 +220,7 @@ def compare(doc, number, var, said, table):
     if var not in table or not said or said.startswith("(") or said in ("-", ""):
         return
     if normal(said) != normal(table[var]):
-        where = "collectives/src/config.h" if var.startswith("GJ_COLL_") else "agent/src/settings.cpp"
+        where = "collectives/src/config.h" if var.startswith("GJ_COLL_") else "agent/src/core/settings.cpp"
         findings.append(f"{rel(doc)}:{number}: says {var} defaults to {said.strip()}; {where} has {table[var]}")
 
 
