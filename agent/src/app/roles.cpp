@@ -213,10 +213,12 @@ MpiexecRequest mpiexec_request(const MasterJob& job, const Flavour& flavour) {
   return req;
 }
 
+// The first attempt's command, as launch() builds it (its restart variables included).
 int print_dry_run(const MasterJob& job, const MpiexecRequest& req, const Flavour& flavour, bool json, const EnvMap& env) {
-  const MpiexecCommand cmd = build_mpiexec_command(job.plan, req);
+  const LaunchPlan plan = plan_for_attempt(job.plan, 0, job.spec.settings.max_restarts);
+  const MpiexecCommand cmd = build_mpiexec_command(plan, req);
   check_exec_size(cmd, env);
-  const MasterDryRun d{job.plan, cmd, flavour.flavour, flavour.source, true};
+  const MasterDryRun d{plan, cmd, flavour.flavour, flavour.source, true};
   write_stdout(json ? master_dry_run_json(d) : master_dry_run_text(d));
   return exit_code::kOk;
 }
