@@ -1,5 +1,5 @@
 #!/bin/bash
-# Scenario 17: restarts (docs/agent.md "Restarts and stops"). A worker pod dies mid-job (every
+# Scenario 19: restarts (docs/agent.md "Restarts and stops"). A worker pod dies mid-job (every
 # process SIGKILLed) under GJ_MAX_RESTARTS=1, and the platform re-creates it under its name
 # (Volcano's RestartTask, a container restarted in place). The master must print the attempt's
 # summary and one restart line, wait at the readiness gate for the new pod, start the job

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Scenario 18: a stop across pods (docs/agent.md "Restarts and stops"). gj.torch training
+# Scenario 20: a stop across pods (docs/agent.md "Restarts and stops"). gj.torch training
 # (examples/python/torch_resume.py, the program argument) on 3 pods, one rank each, rank 1
 # slower, under GJ_MAX_RESTARTS=1: SIGTERM to the master pod's PID 1 (the kubelet deleting the
 # job). Every rank must report the same stop step, rank 0's checkpoint must hold it, the master
