@@ -232,6 +232,13 @@ if has test; then
   # the last error after "not ready", growth after an unsynchronized use, abort beside a busy stream.
   run_step probes ctest --test-dir "$build" -R "^${device_label}\.device_facts\.np1\$" -V --timeout 60
   grep -E "probe [a-z_]+: " "$build/probes.log" | sed 's/^[0-9]*: //' | tee -a "$report"
+  # The launcher's GPU pre-flight probe against the real driver (with GJ_WITH_AGENT=1): NVML
+  # opened at run time by the static gj-mpirun (docs/agent.md "Pre-flight checks"); its facts are
+  # the answer: source nvml, one line per GPU with its UUID, PCI id and ECC count.
+  if [ -x "$build/agent/gj-mpirun" ]; then
+    run_step preflight-facts "$build/agent/gj-mpirun" --preflight-facts
+    sed 's/^/preflight: /' "$build/preflight-facts.log" | tee -a "$report"
+  fi
   # The host suite is not what this check is for: the host backend only (GJ_COLL_BACKEND=mpi),
   # without coll.package (an install + pkg-config round trip this prefix does not provide).
   run_step test-host env GJ_COLL_BACKEND=mpi ctest --test-dir "$build" -L collectives -E '^coll\.package' \

@@ -16,6 +16,7 @@
 #include "quote.h"
 #include "dry_run.h"
 #include "exit_codes.h"
+#include "horovod_alias.h"
 #include "hosts.h"
 #include "local_files.h"
 #include "mpiexec_argv.h"
@@ -33,6 +34,8 @@
 #include "sys/rank_guard.h"
 #include "sys/job_monitor.h"
 #include "failure_summary.h"
+#include "preflight.h"
+#include "preflight_run.h"
 #include "rank_env.h"
 #include "restart_policy.h"
 #include "sys/readiness.h"
@@ -187,6 +190,16 @@ MasterJob plan_job(const JobSpec& spec, const EnvMap& env, const CommandLine& cl
   if (!job.spec.platform_note.empty()) job.plan.notes.push_back(job.spec.platform_note);
   if (job.plan.command.front() == settings.python) require_program(settings.python, "--python/GJ_PYTHON", env);
 
+  if (settings.horovod_alias != HorovodAlias::Off) {
+    // The job's interpreter says where gj's alias folder is and whether a real Horovod is there.
+    require_program(settings.python, "--python/GJ_PYTHON", env);
+    const auto argv = horovod_alias_probe_argv(settings.python);
+    add_horovod_alias(job.plan, settings.horovod_alias,
+                      parse_horovod_alias_probe(settings.python, capture_output(argv, std::chrono::seconds(30))), env,
+                      settings.python);
+    spdlog::info("{}", job.plan.notes.back());
+  }
+
   const CpuFactsRead cpu = read_cpu_facts();
   for (const auto& note : cpu.notes) spdlog::debug("cpu facts: {}", note);
   add_cpu_policy(job.plan, job.spec, job.spec.master_host, env, cpu.facts);
@@ -195,6 +208,7 @@ MasterJob plan_job(const JobSpec& spec, const EnvMap& env, const CommandLine& cl
     const bool first_rank_here = first == job.spec.master_host || (job.mpijob && is_this_pod(first, job.spec.pod_name));
     const std::string rendezvous = job.mpijob ? rendezvous_host(first, job.spec.pod_name, job.spec.master_host) : first;
     add_rank_env(job.plan, self_executable(), env, choose_master_port(first_rank_here, job.spec.master_host), rendezvous);
+    add_nccl_transport_log(job.plan, job.spec.settings);
   }
   for (const auto& w : job.plan.warnings) spdlog::warn("{}", w);
   return job;
@@ -218,7 +232,9 @@ int print_dry_run(const MasterJob& job, const MpiexecRequest& req, const Flavour
   const LaunchPlan plan = plan_for_attempt(job.plan, 0, job.spec.settings.max_restarts);
   const MpiexecCommand cmd = build_mpiexec_command(plan, req);
   check_exec_size(cmd, env);
-  const MasterDryRun d{plan, cmd, flavour.flavour, flavour.source, true};
+  MasterDryRun d{plan, cmd, flavour.flavour, flavour.source, true};
+  d.preflight = job.spec.settings.no_wait ? std::vector<std::string>{"preflight: GPU and network checks skipped with the readiness gate (--no-wait)"}
+                                          : preflight_dry_run_lines(job.plan, job.spec.settings);
   write_stdout(json ? master_dry_run_json(d) : master_dry_run_text(d));
   return exit_code::kOk;
 }
@@ -275,6 +291,27 @@ void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
     throw AgentError{exit_code::kWorkersUnreachable, unreachable_message(report, settings.ready_timeout_s)};
   }
   spdlog::info("all {} host(s) ready after {} ms", report.hosts.size(), report.elapsed.count());
+}
+
+// Step 4b, pre-flight checks (preflight_run.h): every pod's GPUs against its limit, then the
+// network between the pods. They need every pod's sshd, so they run only after the gate.
+// Returns the pods' RDMA facts for the NCCL transport report (log_nccl_transport) at the job's end.
+std::vector<PodRdma> preflight_checks(const MasterJob& job, const MpiexecRequest& req) {
+  const AgentSettings& settings = job.spec.settings;
+  if (settings.no_wait) {
+    spdlog::debug("pre-flight checks skipped: --no-wait skipped the readiness gate they need");
+    return {};
+  }
+  PreflightPods pods;
+  pods.ssh_prefix = {"ssh"};
+  const auto args = ssh_client_args(req.ssh);
+  pods.ssh_prefix.insert(pods.ssh_prefix.end(), args.begin(), args.end());
+  pods.self = self_executable();
+  for (std::size_t i = 0; i < job.plan.hosts.size(); ++i) {
+    const std::string& h = job.plan.hosts[i].host;
+    if (h == job.spec.master_host || (job.mpijob && is_this_pod(h, job.spec.pod_name))) pods.local_index = i;
+  }
+  return run_preflight(job.plan, settings, pods);
 }
 
 // This pod's name as the rank wrappers report it to the job monitor (the platform's
@@ -364,11 +401,16 @@ AttemptOutcome launch(const MasterJob& job, const MpiexecRequest& req, const Env
 }
 
 // Steps 4 and 5 once per attempt: the gate (a worker pod the platform re-created comes back
-// under its name), then the job; restart_policy.h decides whether another attempt follows.
+// under its name) and the pre-flight checks (a re-created pod may sit on another node), then the
+// job; restart_policy.h decides whether another attempt follows.
 int run_attempts(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
   const std::int64_t max_restarts = job.spec.settings.max_restarts;
   for (std::int64_t attempt = 0;; ++attempt) {
     wait_for_hosts(job, req);
+    // The RDMA facts wait for the rank wrappers' NCCL summaries (log_nccl_transport), which the job
+    // monitor does not carry yet.
+    const std::vector<PodRdma> rdma = preflight_checks(job, req);
+    (void)rdma;
     const auto started = std::chrono::steady_clock::now();
     const AttemptOutcome outcome = launch(job, req, env, attempt);
     const auto took =
@@ -397,7 +439,8 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
 
 int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   const RankExecArgs rank_args = parse_rank_exec_args(args);
-  const RankEnv rank = rank_environment(env, decode_rank_env_spec(rank_args.spec), read_cpu_facts().facts);
+  const RankEnvSpec spec = decode_rank_env_spec(rank_args.spec);
+  const RankEnv rank = rank_environment(env, spec, read_cpu_facts().facts);
   for (const auto& w : rank.warnings) spdlog::warn("{}", w);
   EnvMap program_env = env;
   for (const auto& [name, value] : rank.set) program_env[name] = value;
@@ -406,6 +449,16 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   // wrote down before it became sshd (sshd rewrites its own environment block).
   const AgentSettings settings = resolve_settings_of(env, {"GJ_STATE_DIR", "GJ_TERMINATION_LOG"});
   if (const auto pod_path = read_pod_path(settings.state_dir)) program_env["PATH"] = *pod_path;
+  // NCCL opens NCCL_DEBUG_FILE itself and writes to stdout when it cannot: the folder must exist.
+  const bool nccl_log = std::any_of(rank.set.begin(), rank.set.end(), [](const auto& v) { return v.first == "NCCL_DEBUG_FILE"; });
+  if (nccl_log) {
+    try {
+      ensure_private_dir(spec.nccl_log_dir, "the NCCL debug folder");
+    } catch (const LaunchError& e) {
+      spdlog::warn("NCCL's transport is not logged for the master: {}", e.message);
+      for (const char* name : {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"}) program_env.erase(name);
+    }
+  }
   RankGuard guard;
   guard.argv = rank_args.command;
   guard.monitor = rank_args.monitor;
