@@ -179,7 +179,7 @@ class BestModelCheckpoint(KerasModelCheckpoint):
         super()._save_model(epoch, batch, logs)
 
 
-class StopOnRequestCallback(_k.callbacks.Callback):
+class StopOnRequestCallback(KerasCallback):
     """Stops model.fit at the same batch on every rank when the job is asked to stop (gj-mpirun
     got SIGTERM: the pod is being deleted; docs/tensorflow.md "Stopping on request"), and lets
     rank 0 save that batch's model first.
@@ -201,7 +201,8 @@ class StopOnRequestCallback(_k.callbacks.Callback):
         if filepath is not None and checkpoint is not None:
             raise ValueError("StopOnRequestCallback: pass filepath= or checkpoint=, not both")
         if checkpoint is not None:
-            if not isinstance(checkpoint, _k.callbacks.ModelCheckpoint):
+            # Keras 3's or Keras 2's (tf_keras) ModelCheckpoint, or a subclass (BestModelCheckpoint).
+            if not any(c.__name__ == "ModelCheckpoint" for c in type(checkpoint).__mro__):
                 raise ValueError(f"StopOnRequestCallback: checkpoint={checkpoint!r} is not a keras ModelCheckpoint")
             filepath = checkpoint.filepath
             if save_weights_only is None:
