@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -37,6 +38,7 @@
 #include "preflight.h"
 #include "preflight_run.h"
 #include "rank_env.h"
+#include "restart_policy.h"
 #include "sys/readiness.h"
 #include "session_env.h"
 
@@ -226,10 +228,12 @@ MpiexecRequest mpiexec_request(const MasterJob& job, const Flavour& flavour) {
   return req;
 }
 
+// The first attempt's command, as launch() builds it (its restart variables included).
 int print_dry_run(const MasterJob& job, const MpiexecRequest& req, const Flavour& flavour, bool json, const EnvMap& env) {
-  const MpiexecCommand cmd = build_mpiexec_command(job.plan, req);
+  const LaunchPlan plan = plan_for_attempt(job.plan, 0, job.spec.settings.max_restarts);
+  const MpiexecCommand cmd = build_mpiexec_command(plan, req);
   check_exec_size(cmd, env);
-  MasterDryRun d{job.plan, cmd, flavour.flavour, flavour.source, true};
+  MasterDryRun d{plan, cmd, flavour.flavour, flavour.source, true};
   d.preflight = job.spec.settings.no_wait ? std::vector<std::string>{"preflight: GPU and network checks skipped with the readiness gate (--no-wait)"}
                                           : preflight_dry_run_lines(job.plan, job.spec.settings);
   write_stdout(json ? master_dry_run_json(d) : master_dry_run_text(d));
@@ -322,11 +326,12 @@ std::string pod_name(const EnvMap& env) {
 // explicit (this process's, plus what the flavour needs in mpiexec's own), exec'd or supervised.
 // With the rank wrappers (the rank environment on), the job monitor listens and mpiexec is
 // supervised (unless --no-supervise asks for exec in place): a rank that fails ends the job,
-// and the summary comes at the end.
-int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
+// and the summary comes at the end. attempt: 0 first, then one per restart (restart_policy.h);
+// its ranks get GJ_RESTART_COUNT and torchrun's restart variables.
+AttemptOutcome launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env, std::int64_t attempt) {
   const AgentSettings& settings = job.spec.settings;
   std::optional<JobMonitor> monitor;
-  LaunchPlan plan = job.plan;
+  LaunchPlan plan = plan_for_attempt(job.plan, attempt, settings.max_restarts);
   if (plan.rank_env && settings.supervise != Supervise::Off) {
     MonitorOptions options;
     options.master_pod = pod_name(env);
@@ -340,6 +345,8 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
     monitor.emplace(options);
     plan.command = with_rank_monitor(plan.command, monitor->endpoint());
   }
+  // A restart needs this process after the job: supervise it even where exec would do.
+  const bool restarts_left = attempt < settings.max_restarts;
   const MpiexecCommand cmd = build_mpiexec_command(plan, req);
   check_exec_size(cmd, env);
   if (cmd.hostfile) {
@@ -350,10 +357,18 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
   const Environment environment = environment_block(env, cmd.env);
   spdlog::info("running: {}", shell_join(redacted_argv(cmd.argv)));
   JobEnd end;
+  // Once every rank was asked to stop, whatever follows (a clean end, a rank that fails while
+  // saving, the held signal) ends the job: a stopped job is never restarted.
+  bool stop_asked = false;
+  const auto ended = [&stop_asked](AttemptOutcome o) {
+    if (stop_asked && o.end != AttemptEnd::Succeeded) o.end = AttemptEnd::Stopped;
+    return o;
+  };
   if (monitor) {
     end.requested = &monitor->end_requested();
     end.stop_grace = std::chrono::seconds(settings.stop_grace_s);
-    end.stop = [&monitor, &settings] {
+    end.stop = [&monitor, &settings, &stop_asked] {
+      stop_asked = true;
       const bool polled = monitor->request_stop("gj-mpirun received a termination signal (the pod is being deleted)");
       if (polled)
         spdlog::warn("termination signal: every rank was asked to stop; mpiexec gets the signal in {} s (GJ_STOP_GRACE) "
@@ -362,8 +377,9 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
       return polled;
     };
   }
-  const int status = run_job(cmd.argv, monitor.has_value() || should_supervise(settings.supervise), &environment,
-                             monitor ? &end : nullptr);
+  const bool supervise = monitor.has_value() || restarts_left || should_supervise(settings.supervise);
+  end.keep_owned = restarts_left;  // the master's sshd serves the next attempt
+  const int status = run_job(cmd.argv, supervise, &environment, supervise ? &end : nullptr);
   if (monitor) {
     const JobWatch watch = monitor->finish(std::chrono::milliseconds(1500));
     for (const auto& line : monitor->end_lines()) spdlog::info("{}", line);
@@ -375,18 +391,45 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
       for (const auto& line : render_failure_summary(*report)) spdlog::error("{}", line);
       const std::string short_form = "rank failure: " + failure_short_form(*report);
       write_termination_message_to(settings.termination_log, short_form);
-      spdlog::error("gj-mpirun exits with {} (a rank failed; mpiexec's own status was {})", exit_code::kRankFailed, status);
-      return exit_code::kRankFailed;
+      if (!restarts_left || stop_asked)
+        spdlog::error("gj-mpirun exits with {} (a rank failed; mpiexec's own status was {})", exit_code::kRankFailed, status);
+      return ended({AttemptEnd::RankFailed, exit_code::kRankFailed, short_form});
     }
   }
   // Supervised, the job's end is ours to report: one line in the pod log and the pod status
   // (mpiexec's own report, when it gives one, is several lines and differs per flavour).
-  if (status != 0) {
-    const std::string line = "mpiexec exited with status " + std::to_string(status) + "; gj-mpirun exits with it";
-    spdlog::error("{}", line);
-    write_termination_message_to(settings.termination_log, line);
+  if (status == 0) return {AttemptEnd::Succeeded, 0, ""};
+  const std::string why = "mpiexec exited with status " + std::to_string(status);
+  const std::string line = why + "; gj-mpirun exits with it";
+  const bool stopped = end.terminated_by != 0 || stop_asked;  // the pod is being stopped: no restart
+  if (!restarts_left || stopped) spdlog::error("{}", line);
+  write_termination_message_to(settings.termination_log, line);
+  if (stopped) return {AttemptEnd::Stopped, status, "the job was asked to stop (a termination signal)"};
+  return {AttemptEnd::JobFailed, status, why};
+}
+
+// Steps 4 and 5 once per attempt: the gate (a worker pod the platform re-created comes back
+// under its name) and the pre-flight checks (a re-created pod may sit on another node), then the
+// job; restart_policy.h decides whether another attempt follows.
+int run_attempts(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
+  const std::int64_t max_restarts = job.spec.settings.max_restarts;
+  for (std::int64_t attempt = 0;; ++attempt) {
+    wait_for_hosts(job, req);
+    // The RDMA facts wait for the rank wrappers' NCCL summaries (log_nccl_transport), which the job
+    // monitor does not carry yet.
+    const std::vector<PodRdma> rdma = preflight_checks(job, req);
+    (void)rdma;
+    const auto started = std::chrono::steady_clock::now();
+    const AttemptOutcome outcome = launch(job, req, env, attempt);
+    const auto took =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    const RestartDecision next = decide_restart(outcome, attempt, max_restarts, took);
+    if (!next.restart) {
+      if (!next.line.empty()) spdlog::error("{}", next.line);
+      return outcome.status;
+    }
+    spdlog::warn("{}", next.line);
   }
-  return status;
 }
 
 }  // namespace
@@ -399,12 +442,7 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   if (cli.dry_run) return print_dry_run(job, req, flavour, cli.json, env);
   log_plan(job, flavour);
   start_sshd_and_copy_keys(job, env, req);
-  wait_for_hosts(job, req);
-  // The RDMA facts wait for the rank wrappers' NCCL summaries (log_nccl_transport), which the job
-  // monitor does not carry yet.
-  const std::vector<PodRdma> rdma = preflight_checks(job, req);
-  (void)rdma;
-  return launch(job, req, env);
+  return run_attempts(job, req, env);
 }
 
 int run_rank(const std::vector<std::string>& args, const EnvMap& env) {

@@ -105,6 +105,11 @@ void store_state_dir(AgentSettings& s, const std::string& label, const Values& v
   s.state_dir = last(v);
 }
 
+// A count that may be 0 (GJ_MAX_RESTARTS: 0 is today's behaviour, no restart).
+Store count(std::int64_t AgentSettings::*field) {
+  return [field](AgentSettings& s, const std::string& label, const Values& v) { s.*field = parse_count(label, last(v)); };
+}
+
 void store_port(AgentSettings& s, const std::string& label, const Values& v) { s.ssh_port = parse_port(label, last(v)); }
 
 void store_preflight_port(AgentSettings& s, const std::string& label, const Values& v) {
@@ -244,6 +249,10 @@ std::vector<Setting> make_table() {
       Row("GJ_READY_TIMEOUT").flag("--ready-timeout").value("S").type(T::Count).default_value(kReady.c_str())
           .help("seconds the master waits for every host's sshd")
           .store(seconds(&AgentSettings::ready_timeout_s, "use --no-wait to skip the gate")),
+      Row("GJ_MAX_RESTARTS").flag("--max-restarts").value("N").type(T::Count).default_value("0")
+          .help("master: after a rank failure, wait for every host again and restart the whole job, up to N times; "
+                "ranks see GJ_RESTART_COUNT, TORCHELASTIC_RESTART_COUNT and TORCHELASTIC_MAX_RESTARTS")
+          .store(count(&AgentSettings::max_restarts)),
       Row("GJ_MPI_DETECT_TIMEOUT").value("S").type(T::Count).default_value("10")
           .help("seconds `mpiexec --version` may take before detection fails (pass --mpi to skip it)")
           .store(seconds(&AgentSettings::detect_timeout_s, "raise it or pass --mpi")),

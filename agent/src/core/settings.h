@@ -42,6 +42,7 @@ struct AgentSettings {
   std::int64_t ssh_connect_timeout_s = 0;
   std::int64_t ready_timeout_s = 0;
   std::int64_t detect_timeout_s = 0;  // bound on `mpiexec --version`
+  std::int64_t max_restarts = 0;      // restarts of the whole job after a rank failure (restart_policy.h)
   bool no_wait = false;
   bool ssh_check = false;
   bool no_sshd = false;

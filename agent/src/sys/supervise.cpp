@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -75,16 +76,24 @@ std::vector<int> adopted_children() {
   return out;
 }
 
-// SIGTERM to every adopted child, up to `grace` for them to go, then SIGKILL (reaping as we go).
-void end_adopted_children(std::chrono::milliseconds grace) {
-  std::vector<int> left = adopted_children();
+// SIGTERM to every adopted child but those in `spare` (the owned processes another attempt
+// needs), up to `grace` for them to go, then SIGKILL (reaping as we go).
+void end_adopted_children(std::chrono::milliseconds grace, const std::vector<int>& spare = {}) {
+  const auto adopted = [&spare] {
+    std::vector<int> out = adopted_children();
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [&](int pid) { return std::find(spare.begin(), spare.end(), pid) != spare.end(); }),
+              out.end());
+    return out;
+  };
+  std::vector<int> left = adopted();
   if (left.empty()) return;
   for (int pid : left) ::kill(pid, SIGTERM);
   const auto until = std::chrono::steady_clock::now() + grace;
   while (!left.empty() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     reap_available();
-    left = adopted_children();
+    left = adopted();
   }
   for (int pid : left) ::kill(pid, SIGKILL);
   reap_available();
@@ -184,10 +193,11 @@ int supervise(const std::vector<std::string>& argv, const Environment* environme
   }
 
   // The job is over: whatever is left of its process group, and the background processes we
-  // started for it (the master's sshd), must not outlive it.
+  // started for it (the master's sshd), must not outlive it, unless another attempt follows.
   terminate_target(-group, std::chrono::seconds(2));
-  terminate_owned_processes(std::chrono::seconds(2));
-  end_adopted_children(std::chrono::seconds(2));
+  const bool keep_owned = end != nullptr && end->keep_owned;
+  if (!keep_owned) terminate_owned_processes(std::chrono::seconds(2));
+  end_adopted_children(std::chrono::seconds(2), keep_owned ? owned_process_ids() : std::vector<int>{});
   reap_available();
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   // mpiexec catches SIGTERM, tears the job down and exits 1, which would hide why the pod

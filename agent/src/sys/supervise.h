@@ -38,6 +38,9 @@ struct JobEnd {
   std::function<bool()> stop_done;
   std::chrono::milliseconds grace{3000};
   std::chrono::milliseconds term_grace{1500};
+  // The owned background processes (the master's sshd) stay after the job: another attempt
+  // (--max-restarts) needs them. exit() still ends them (process_registry.h).
+  bool keep_owned = false;
   int terminated_by = 0;  // out
 };
 int run_job(const std::vector<std::string>& argv, bool supervise, const Environment* environment = nullptr,

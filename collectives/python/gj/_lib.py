@@ -106,6 +106,7 @@ SIGNATURES = {
     "gjIreduceScatter": (_int, [_ptr, _ptr, _sizes, _int, _int, _double, _double, _ptr, _ptr, _ptrs]),
     "gjIbarrier": (_int, [_ptr, _ptrs]),
     "gjIcontrolMax": (_int, [_ptr, _size, _ptr, _ptrs]),
+    "gjStopRequested": (_int, [_ptr, _int_out]),
     "gjIallGatherVLate": (_int, [_ptr, _size, _int, PLAN_TYPE, _ptr, _ptr, _ptrs]),
     "gjTest": (_int, [_ptr, _int_out]),
     "gjWait": (_int, [_ptr]),

@@ -177,3 +177,101 @@ class BestModelCheckpoint(KerasModelCheckpoint):
         if hvd.rank() != 0:
             return
         super()._save_model(epoch, batch, logs)
+
+
+class StopOnRequestCallback(KerasCallback):
+    """Stops model.fit at the same batch on every rank when the job is asked to stop (gj-mpirun
+    got SIGTERM: the pod is being deleted; docs/tensorflow.md "Stopping on request"), and lets
+    rank 0 save that batch's model first.
+
+    Every `check_every` batches it calls gj.tensorflow.stop_requested() (one 8-byte allreduce,
+    True on every rank at the same call); on True it sets model.stop_training, which Keras 3 and
+    Keras 2 both honour after that batch. Rank 0 then saves, atomically (a temporary file in the
+    same folder, fsync, rename: a crash leaves the previous file whole), to
+    - filepath: model.save (".keras", ".h5") or, with save_weights_only or a ".weights.h5" name,
+      model.save_weights; "{epoch}" and the logs' names are formatted in as ModelCheckpoint does;
+    - or checkpoint, a keras ModelCheckpoint: its filepath and save_weights_only.
+    Next to the file, "<file>.stop.json" records the epoch and batch (resume_point() reads it).
+    stopped_epoch / stopped_batch say where it stopped (None when it did not)."""
+
+    _SUFFIXES = (".keras", ".h5")
+
+    def __init__(self, filepath=None, checkpoint=None, save_weights_only=None, check_every=1, verbose=1):
+        super().__init__()
+        if filepath is not None and checkpoint is not None:
+            raise ValueError("StopOnRequestCallback: pass filepath= or checkpoint=, not both")
+        if checkpoint is not None:
+            # Keras 3's or Keras 2's (tf_keras) ModelCheckpoint, or a subclass (BestModelCheckpoint).
+            if not any(c.__name__ == "ModelCheckpoint" for c in type(checkpoint).__mro__):
+                raise ValueError(f"StopOnRequestCallback: checkpoint={checkpoint!r} is not a keras ModelCheckpoint")
+            filepath = checkpoint.filepath
+            if save_weights_only is None:
+                save_weights_only = bool(checkpoint.save_weights_only)
+        if filepath is not None:
+            filepath = str(filepath)
+            if not filepath.endswith(self._SUFFIXES):
+                raise ValueError(f"StopOnRequestCallback: filepath={filepath!r} must end in .keras, .h5 or "
+                                 f".weights.h5 (one file, so that it can be replaced atomically)")
+        if not isinstance(check_every, int) or check_every < 1:
+            raise ValueError(f"StopOnRequestCallback: check_every={check_every!r} must be a positive int of batches")
+        self.filepath = filepath
+        self.save_weights_only = bool(save_weights_only) or (filepath or "").endswith(".weights.h5")
+        self.check_every = check_every
+        self.verbose = verbose
+        self.stopped_epoch = None
+        self.stopped_batch = None
+        self.saved_path = None
+        self._epoch = 0
+        self._batches = 0
+        self._pending = False
+
+    def on_train_begin(self, logs=None):
+        # The first call tells gj-mpirun that this program polls, so that a SIGTERM from now on
+        # gives it GJ_STOP_GRACE to save; a request already there stops fit after its first batch.
+        self._pending = hvd.stop_requested()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._batches += 1
+        if not self._pending:
+            if self._batches % self.check_every:
+                return
+            if not hvd.stop_requested():
+                return
+        self.model.stop_training = True
+        self.stopped_epoch, self.stopped_batch = self._epoch, batch
+        if self.filepath is not None:
+            path = self.filepath.format(epoch=self._epoch + 1, batch=batch, **(logs or {}))
+            self.saved_path = path
+            if hvd.rank() == 0:
+                self._save(path)
+        if self.verbose and hvd.rank() == 0:
+            where = f"; saved {self.saved_path}" if self.saved_path else ""
+            print(f"StopOnRequestCallback: the job was asked to stop; fit stops after epoch {self._epoch} "
+                  f"batch {batch} on every rank{where}", flush=True)
+
+    def _save(self, path):
+        import json
+
+        from ...common.checkpoint import atomic_write, atomic_write_with
+        if self.save_weights_only:
+            atomic_write_with(path, lambda tmp: self.model.save_weights(tmp))
+        else:
+            atomic_write_with(path, lambda tmp: self.model.save(tmp))
+        point = {"epoch": self.stopped_epoch, "batch": self.stopped_batch}
+        atomic_write(path + ".stop.json", lambda f: f.write(json.dumps(point).encode()))
+
+    @staticmethod
+    def resume_point(filepath):
+        """{"epoch": e, "batch": b} of the stop saved to filepath, or None when there is none:
+        fit(initial_epoch=e) after loading filepath redoes the rest of epoch e."""
+        import json
+        try:
+            with open(str(filepath) + ".stop.json") as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            raise ValueError(f"StopOnRequestCallback.resume_point: {filepath}.stop.json is unreadable: {e}") from None
