@@ -9,7 +9,7 @@
 #include "error.h"
 #include "log.h"
 #include "mpi/host_backend.h"
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 #include "peer/monitor.h"
 #ifdef GJ_HAVE_NCCL
 #include "nccl/nccl_backend.h"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "backend.h"
-#include "api/last_error.h"
+#include "last_failure.h"
 #include "backend_choice.h"
 #include "config.h"
 #include "control.h"

@@ -11,7 +11,7 @@
 
 #include "dtype.h"
 #include "grouped.h"
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 #if GJ_HAVE_SHM
 #include "shm/arrivals.h"
 #include "shm/cpu_limit.h"

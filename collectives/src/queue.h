@@ -30,7 +30,7 @@
 #include "backend.h"
 #include "config.h"
 #include "error.h"
-#include "peer/check.h"
+#include "mpi_base/peer_check.h"
 #include "stall_abort.h"
 #include "work.h"
 
@@ -99,7 +99,7 @@ class HostQueue {
     leave(fast);
   }
   // From now on every collective first checks that no rank of the communicator is lost (then
-  // it fails with gjPeerLost at once), and the waits inside it ask peers (peer/check.h).
+  // it fails with gjPeerLost at once), and the waits inside it ask peers (mpi_base/peer_check.h).
   void watch_peers(std::shared_ptr<const peer::PeerCheck> peers);
   // Queues w; the completion reports its result. Throws gjInvalidUsage when MPI lacks
   // MPI_THREAD_MULTIPLE or an earlier request failed.

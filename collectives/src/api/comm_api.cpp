@@ -14,7 +14,7 @@
 #include "config.h"
 #include "dtype.h"
 #include "env.h"
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 #include "peer/monitor.h"
 #include "registry.h"
 #include "requests.h"

@@ -30,7 +30,7 @@
 #include "../cuda/elementwise.h"
 #include "../dtype.h"
 #include "../error.h"
-#include "../mpi/mpi_check.h"
+#include "../mpi_base/mpi_check.h"
 #include "handle_pool.h"
 #include "nccl_buffer.h"
 #include "nccl_comm.h"

@@ -6,7 +6,7 @@
 
 #include "../cuda/check.h"
 #include "../error.h"
-#include "../mpi/mpi_check.h"
+#include "../mpi_base/mpi_check.h"
 #include "nccl_plan.h"
 #include "nccl_watchdog.h"
 

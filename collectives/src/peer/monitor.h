@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "peer/check.h"
+#include "mpi_base/peer_check.h"
 
 namespace gj::peer {
 

@@ -15,15 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "cgroup_cpu.h"  // CpuFacts
 #include "env_map.h"
 
 namespace gj {
-
-// What one pod may use, as this process sees it.
-struct CpuFacts {
-  std::optional<std::int64_t> cpuset_cpus;  // CPUs in the affinity mask (the cgroup's cpuset)
-  std::optional<double> quota_cpus;         // CFS quota / period; nullopt when there is no quota
-};
 
 // CPUs the pod may keep busy: the platform's CPU limit (whole CPUs; <= 0 means not given), lowered
 // to the cgroup quota where that is smaller (both floored). nullopt when neither is known.

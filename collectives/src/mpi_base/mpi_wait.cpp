@@ -1,8 +1,8 @@
-#include "mpi/mpi_wait.h"
+#include "mpi_base/mpi_wait.h"
 
 #include <sched.h>
 
-#include "peer/check.h"
+#include "mpi_base/peer_check.h"
 
 namespace gj {
 namespace {

@@ -3,10 +3,18 @@
 // Read by sys/cpu_facts.cpp; the decisions are in cpu_binding.h.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
 namespace gj {
+
+// What one pod may use, as this process sees it: the facts sys/cpu_facts.cpp reads, which the
+// planning core's binding decisions (cpu_binding.h) take as input.
+struct CpuFacts {
+  std::optional<std::int64_t> cpuset_cpus;  // CPUs in the affinity mask (the cgroup's cpuset)
+  std::optional<double> quota_cpus;         // CFS quota / period; nullopt when there is no quota
+};
 
 // A quota in CPUs, or why there is none: `limited` false with an empty `problem` means the file
 // says "no quota" (v2 "max", v1 -1); a non-empty problem means the text is not what the kernel writes.

@@ -1,6 +1,6 @@
-#include "mpi/mpi_types.h"
+#include "mpi_base/mpi_types.h"
 
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 #include "host/reduce.h"
 
 namespace gj {

@@ -1,5 +1,5 @@
 // Completing an MPI request by polling, so that a collective whose peer left the job fails
-// (gjPeerLost, peer/check.h) instead of waiting for ever: a blocking MPI collective can neither
+// (gjPeerLost, mpi_base/peer_check.h) instead of waiting for ever: a blocking MPI collective can neither
 // time out nor be cancelled, so the host paths start the nonblocking one and wait here.
 #pragma once
 
@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 
 namespace gj {
 
