@@ -70,14 +70,19 @@ PY
 
 # A job through the environment's gj-mpirun: a master pod with no workers, 2 ranks on this machine;
 # `python3` (gj-mpirun's --python) is the environment's, as in an activated venv.
-job() {  # $1 env, $2 output folder; then the script and the environment's own variables
-  local venv=$1 out=$2
+# Its output goes to <output folder>.log, shown when the job fails.
+job() {  # $1 env, $2 output folder; then the environment's own variables and the command
+  local venv=$1 out=$2 j0=$SECONDS
   shift 2
-  (cd "$work" && env -u PYTHONPATH -u LD_LIBRARY_PATH PATH="$venv/bin:$PATH" \
+  if ! (cd "$work" && env -u PYTHONPATH -u LD_LIBRARY_PATH PATH="$venv/bin:$PATH" \
     GJ_TRAINING_ROLE=master GJ_TRAINING_VC_JOB_NAME=pip GJ_TRAINING_POD_NAME=pip-master-0 \
     GJ_TRAINING_MASTER_CPU_LIMIT=2 GJ_TRAINING_MASTER_GPU_LIMIT=0 GJ_TRAINING_MASTER_REPLICAS=1 \
     GJ_TRAINING_WORKER_CPU_LIMIT=0 GJ_TRAINING_WORKER_GPU_LIMIT=0 GJ_TRAINING_WORKER_REPLICAS=0 \
-    MPI_HOST= GJ_SEED_OUTPUT="$out" "$@")
+    MPI_HOST= GJ_SEED_OUTPUT="$out" "$@") >"$out.log" 2>&1; then
+    tail -n 40 "$out.log"
+    return 1
+  fi
+  say "   trained in $((SECONDS - j0)) s; saved: $(ls "$out" | tr '\n' ' ')"
 }
 installed() {  # $1 env: gj-mpirun is the environment's, and gj with its library come from it
   local venv=$1 got
@@ -98,7 +103,7 @@ installed "$work/tf"
 (cd "$work" && "$work/tf/bin/python" -c 'import tensorflow as tf, keras, gj.tensorflow._status_op as s
 assert keras.__version__.startswith("3."), keras.__version__
 assert s.module() is not None, s.missing()') 2>/dev/null || fail "Keras 3 or gj.tensorflow's GjStatus op missing"
-job "$work/tf" "$work/out-tf" TF_CPP_MIN_LOG_LEVEL=2 GJ_SEED_SAMPLES=4096 GJ_SEED_EPOCHS=2 \
+job "$work/tf" "$work/out-tf" TF_CPP_MIN_LOG_LEVEL=2 GJ_SEED_SAMPLES=1024 GJ_SEED_EPOCHS=1 \
   gj-mpirun --master-host localhost --no-sshd "$work/src/examples/python/horovod_seed_tf.py" \
   || fail "the seed's TensorFlow script through $work/tf/bin/gj-mpirun"
 ls "$work/out-tf" | grep -q . || fail "the TensorFlow seed saved nothing in $work/out-tf"
@@ -108,7 +113,7 @@ say "3. venv with Debian's packages: pip install, the seed's PyTorch script"
 find "$work/torch" | sort >"$work/torch.before"
 "$work/torch/bin/pip" install -q --no-index "$wheel" || fail "pip install $wheel into $work/torch"
 installed "$work/torch"
-job "$work/torch" "$work/out-torch" GJ_SEED_SAMPLES=2000 GJ_SEED_EPOCHS=2 \
+job "$work/torch" "$work/out-torch" GJ_SEED_SAMPLES=1000 GJ_SEED_EPOCHS=1 \
   gj-mpirun --master-host localhost --no-sshd "$work/src/examples/python/horovod_seed.py" \
   || fail "the seed's PyTorch script through $work/torch/bin/gj-mpirun"
 [ -f "$work/out-torch/model.pth" ] || fail "the PyTorch seed saved no $work/out-torch/model.pth"
