@@ -74,6 +74,7 @@ PY
 job() {  # $1 env, $2 output folder; then the environment's own variables and the command
   local venv=$1 out=$2 j0=$SECONDS
   shift 2
+  mkdir -p "$out"
   if ! (cd "$work" && env -u PYTHONPATH -u LD_LIBRARY_PATH PATH="$venv/bin:$PATH" \
     GJ_TRAINING_ROLE=master GJ_TRAINING_VC_JOB_NAME=pip GJ_TRAINING_POD_NAME=pip-master-0 \
     GJ_TRAINING_MASTER_CPU_LIMIT=2 GJ_TRAINING_MASTER_GPU_LIMIT=0 GJ_TRAINING_MASTER_REPLICAS=1 \
