@@ -13,6 +13,8 @@
 #include "exit_codes.h"
 #include "job_spec.h"
 #include "logging.h"
+#include "preflight.h"
+#include "preflight_run.h"
 #include "rank_env.h"
 #include "roles.h"
 #include "settings.h"
@@ -69,6 +71,19 @@ int main(int argc, char** argv) {
       gj::setup_logging("rank", "warn");
       dry_run = true;  // a rank's failure is the job's; the termination log is the master's
       return gj::run_rank(std::vector<std::string>(argv + 2, argv + argc), env);
+    }
+    // The pre-flight probes the master starts on each pod (preflight_run.h): they print lines for
+    // the master to read; their errors are the master's to report.
+    if (argc > 1) {
+      const std::string mode = argv[1];
+      const std::vector<std::string> rest(argv + 2, argv + argc);
+      if (mode == gj::kPreflightFactsFlag || mode == gj::kPreflightNvmlFlag || mode == gj::kPreflightNetFlag) {
+        gj::setup_logging("preflight", "warn");
+        dry_run = true;
+        if (mode == gj::kPreflightFactsFlag) return gj::run_preflight_facts(env);
+        if (mode == gj::kPreflightNvmlFlag) return gj::run_preflight_nvml(env);
+        return gj::run_preflight_net(rest);
+      }
     }
     gj::install_termination_handlers();  // PID 1 ignores SIGTERM without one (sys/termination.h)
     const gj::CommandLine cli = gj::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));

@@ -15,6 +15,7 @@
 #include "quote.h"
 #include "dry_run.h"
 #include "exit_codes.h"
+#include "horovod_alias.h"
 #include "hosts.h"
 #include "local_files.h"
 #include "mpiexec_argv.h"
@@ -31,7 +32,10 @@
 #include "sys/private_files.h"
 #include "sys/rank_guard.h"
 #include "sys/job_monitor.h"
+#include "sys/local_ranks.h"
 #include "failure_summary.h"
+#include "preflight.h"
+#include "preflight_run.h"
 #include "rank_env.h"
 #include "sys/readiness.h"
 #include "session_env.h"
@@ -185,6 +189,16 @@ MasterJob plan_job(const JobSpec& spec, const EnvMap& env, const CommandLine& cl
   if (!job.spec.platform_note.empty()) job.plan.notes.push_back(job.spec.platform_note);
   if (job.plan.command.front() == settings.python) require_program(settings.python, "--python/GJ_PYTHON", env);
 
+  if (settings.horovod_alias != HorovodAlias::Off) {
+    // The job's interpreter says where gj's alias folder is and whether a real Horovod is there.
+    require_program(settings.python, "--python/GJ_PYTHON", env);
+    const auto argv = horovod_alias_probe_argv(settings.python);
+    add_horovod_alias(job.plan, settings.horovod_alias,
+                      parse_horovod_alias_probe(settings.python, capture_output(argv, std::chrono::seconds(30))), env,
+                      settings.python);
+    spdlog::info("{}", job.plan.notes.back());
+  }
+
   const CpuFactsRead cpu = read_cpu_facts();
   for (const auto& note : cpu.notes) spdlog::debug("cpu facts: {}", note);
   add_cpu_policy(job.plan, job.spec, job.spec.master_host, env, cpu.facts);
@@ -193,6 +207,7 @@ MasterJob plan_job(const JobSpec& spec, const EnvMap& env, const CommandLine& cl
     const bool first_rank_here = first == job.spec.master_host || (job.mpijob && is_this_pod(first, job.spec.pod_name));
     const std::string rendezvous = job.mpijob ? rendezvous_host(first, job.spec.pod_name, job.spec.master_host) : first;
     add_rank_env(job.plan, self_executable(), env, choose_master_port(first_rank_here, job.spec.master_host), rendezvous);
+    add_nccl_transport_log(job.plan, job.spec.settings);
   }
   for (const auto& w : job.plan.warnings) spdlog::warn("{}", w);
   return job;
@@ -214,7 +229,9 @@ MpiexecRequest mpiexec_request(const MasterJob& job, const Flavour& flavour) {
 int print_dry_run(const MasterJob& job, const MpiexecRequest& req, const Flavour& flavour, bool json, const EnvMap& env) {
   const MpiexecCommand cmd = build_mpiexec_command(job.plan, req);
   check_exec_size(cmd, env);
-  const MasterDryRun d{job.plan, cmd, flavour.flavour, flavour.source, true};
+  MasterDryRun d{job.plan, cmd, flavour.flavour, flavour.source, true};
+  d.preflight = job.spec.settings.no_wait ? std::vector<std::string>{"preflight: GPU and network checks skipped with the readiness gate (--no-wait)"}
+                                          : preflight_dry_run_lines(job.plan, job.spec.settings);
   write_stdout(json ? master_dry_run_json(d) : master_dry_run_text(d));
   return exit_code::kOk;
 }
@@ -273,6 +290,27 @@ void wait_for_hosts(const MasterJob& job, const MpiexecRequest& req) {
   spdlog::info("all {} host(s) ready after {} ms", report.hosts.size(), report.elapsed.count());
 }
 
+// Step 4b, pre-flight checks (preflight_run.h): every pod's GPUs against its limit, then the
+// network between the pods. They need every pod's sshd, so they run only after the gate.
+// Returns the pods' RDMA facts for the NCCL transport report (log_nccl_transport) at the job's end.
+std::vector<PodRdma> preflight_checks(const MasterJob& job, const MpiexecRequest& req) {
+  const AgentSettings& settings = job.spec.settings;
+  if (settings.no_wait) {
+    spdlog::debug("pre-flight checks skipped: --no-wait skipped the readiness gate they need");
+    return {};
+  }
+  PreflightPods pods;
+  pods.ssh_prefix = {"ssh"};
+  const auto args = ssh_client_args(req.ssh);
+  pods.ssh_prefix.insert(pods.ssh_prefix.end(), args.begin(), args.end());
+  pods.self = self_executable();
+  for (std::size_t i = 0; i < job.plan.hosts.size(); ++i) {
+    const std::string& h = job.plan.hosts[i].host;
+    if (h == job.spec.master_host || (job.mpijob && is_this_pod(h, job.spec.pod_name))) pods.local_index = i;
+  }
+  return run_preflight(job.plan, settings, pods);
+}
+
 // This pod's name as the rank wrappers report it to the job monitor (the platform's
 // GJ_TRAINING_POD_NAME, else the host name): the master names its own pod the same way.
 std::string pod_name(const EnvMap& env) {
@@ -293,6 +331,12 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
     MonitorOptions options;
     options.master_pod = pod_name(env);
     options.ssh_port = settings.ssh_port;
+    options.view.stall_ms = settings.stall_ms;
+    options.view.hang_timeout_ms = settings.hang_timeout_s * 1000;
+    options.view.repeat_ms = std::max<std::int64_t>(settings.stall_ms, 30000);
+    options.view.status_ms = settings.status_interval_s * 1000;
+    options.info = [](const std::string& line) { spdlog::info("{}", line); };
+    options.metrics_port = settings.metrics_port;
     monitor.emplace(options);
     plan.command = with_rank_monitor(plan.command, monitor->endpoint());
   }
@@ -306,11 +350,23 @@ int launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env) {
   const Environment environment = environment_block(env, cmd.env);
   spdlog::info("running: {}", shell_join(redacted_argv(cmd.argv)));
   JobEnd end;
-  if (monitor) end.requested = &monitor->end_requested();
+  if (monitor) {
+    end.requested = &monitor->end_requested();
+    end.stop_grace = std::chrono::seconds(settings.stop_grace_s);
+    end.stop = [&monitor, &settings] {
+      const bool polled = monitor->request_stop("gj-mpirun received a termination signal (the pod is being deleted)");
+      if (polled)
+        spdlog::warn("termination signal: every rank was asked to stop; mpiexec gets the signal in {} s (GJ_STOP_GRACE) "
+                     "unless the job ends first",
+                     settings.stop_grace_s);
+      return polled;
+    };
+  }
   const int status = run_job(cmd.argv, monitor.has_value() || should_supervise(settings.supervise), &environment,
                              monitor ? &end : nullptr);
   if (monitor) {
     const JobWatch watch = monitor->finish(std::chrono::milliseconds(1500));
+    for (const auto& line : monitor->end_lines()) spdlog::info("{}", line);
     // A job we passed a termination signal to (the pod deleted) before any rank failed: its ranks
     // died of that signal, which is no rank failure to report; the status is 128+N below.
     const bool report_failure = end.terminated_by == 0 && watch.failing();
@@ -344,12 +400,17 @@ int run_master(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   log_plan(job, flavour);
   start_sshd_and_copy_keys(job, env, req);
   wait_for_hosts(job, req);
+  // The RDMA facts wait for the rank wrappers' NCCL summaries (log_nccl_transport), which the job
+  // monitor does not carry yet.
+  const std::vector<PodRdma> rdma = preflight_checks(job, req);
+  (void)rdma;
   return launch(job, req, env);
 }
 
 int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   const RankExecArgs rank_args = parse_rank_exec_args(args);
-  const RankEnv rank = rank_environment(env, decode_rank_env_spec(rank_args.spec), read_cpu_facts().facts);
+  const RankEnvSpec spec = decode_rank_env_spec(rank_args.spec);
+  const RankEnv rank = rank_environment(env, spec, read_cpu_facts().facts);
   for (const auto& w : rank.warnings) spdlog::warn("{}", w);
   EnvMap program_env = env;
   for (const auto& [name, value] : rank.set) program_env[name] = value;
@@ -358,10 +419,21 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   // wrote down before it became sshd (sshd rewrites its own environment block).
   const AgentSettings settings = resolve_settings_of(env, {"GJ_STATE_DIR", "GJ_TERMINATION_LOG"});
   if (const auto pod_path = read_pod_path(settings.state_dir)) program_env["PATH"] = *pod_path;
+  // NCCL opens NCCL_DEBUG_FILE itself and writes to stdout when it cannot: the folder must exist.
+  const bool nccl_log = std::any_of(rank.set.begin(), rank.set.end(), [](const auto& v) { return v.first == "NCCL_DEBUG_FILE"; });
+  if (nccl_log) {
+    try {
+      ensure_private_dir(spec.nccl_log_dir, "the NCCL debug folder");
+    } catch (const LaunchError& e) {
+      spdlog::warn("NCCL's transport is not logged for the master: {}", e.message);
+      for (const char* name : {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"}) program_env.erase(name);
+    }
+  }
   RankGuard guard;
   guard.argv = rank_args.command;
   guard.monitor = rank_args.monitor;
   guard.termination_log = settings.termination_log;
+  guard.state_dir = settings.state_dir;
   const auto number = [&](const char* name) {
     const auto v = env_value(program_env, name);
     return v && !v->empty() && v->size() < 10 && v->find_first_not_of("0123456789") == std::string::npos ? std::stoi(*v) : -1;
@@ -388,7 +460,24 @@ int run_worker(const JobSpec& spec, const EnvMap& env, const CommandLine& cli) {
   }
   if (const auto path = env_value(env, "PATH")) write_pod_path(setup.state_dir, *path);
   spdlog::info("starting sshd on port {} ({} session variables)", setup.port, setup.session_env.size());
-  exec_worker_sshd(setup);
+  if (spec.settings.stop_grace_s == 0) exec_worker_sshd(setup);
+  // A termination signal (the pod being deleted) first asks this pod's rank wrappers to stop the
+  // job (they tell the master, which tells every rank); sshd gets it once they are gone, or
+  // GJ_STOP_GRACE later (docs/agent.md "Stop requests").
+  const std::string state_dir = spec.settings.state_dir;
+  const std::int64_t grace = spec.settings.stop_grace_s;
+  JobEnd end;
+  end.stop_grace = std::chrono::seconds(grace);
+  end.stop = [state_dir, grace] {
+    const int n = signal_local_ranks(state_dir);
+    if (n > 0)
+      spdlog::warn("termination signal: asked this pod's {} rank(s) to stop the job; sshd gets the signal when they have "
+                   "left, at most {} s from now (GJ_STOP_GRACE)",
+                   n, grace);
+    return n > 0;
+  };
+  end.stop_done = [state_dir] { return local_ranks_alive(state_dir) == 0; };
+  return run_worker_sshd(setup, &end);
 }
 
 }  // namespace gj

@@ -191,6 +191,7 @@ std::string master_dry_run_text(const MasterDryRun& d) {
   out += rank_env_text(d);
   out += "# cpu binding: " + d.plan.binding.reason + "\n";
   out += "# threads: " + threads_summary(d.plan) + "\n";
+  for (const auto& p : d.preflight) out += "# " + p + "\n";
   for (const auto& w : d.plan.warnings) out += "# warning: " + w + "\n";
   out += env_prefix(d.command) + shell_join(redacted_argv(d.command.argv)) + "\n";
   return out;
@@ -222,6 +223,7 @@ std::string master_dry_run_json(const MasterDryRun& d) {
   for (const auto& v : d.plan.exports) exported.push_back(v.name);
   out += ",\"exports\":" + json_array(exported);
   out += ",\"notes\":" + json_array(d.plan.notes);
+  out += ",\"preflight\":" + json_array(d.preflight);
   out += ",\"rank_env\":";
   if (d.plan.rank_env) {
     out += "{\"MASTER_ADDR\":" + json_string(d.plan.rank_env->master_addr) +

@@ -29,6 +29,7 @@ struct MasterDryRun {
   MpiFlavour flavour;
   std::string flavour_source;  // "detected from `mpiexec --version`", "--mpi/GJ_MPI", ...
   bool keys_at_run_time;       // the -i options of copied client keys are added at run time
+  std::vector<std::string> preflight = {};  // what the pre-flight checks would do (preflight.h)
 };
 
 // One line: the OMP_NUM_THREADS every rank gets and why (the user's value, or the pod's CPUs

@@ -44,13 +44,17 @@ std::string encode_rank_env_spec(const RankEnvSpec& spec) {
     out += "*" + std::to_string(j - i);
     i = j;
   }
+  if (!spec.nccl_log_dir.empty()) out += ",nccl=" + spec.nccl_log_dir;
   return out;
 }
 
-RankEnvSpec decode_rank_env_spec(const std::string& text) {
+RankEnvSpec decode_rank_env_spec(const std::string& full) {
+  const auto nccl = full.find(",nccl=");
+  const std::string text = full.substr(0, nccl);
   const auto parts = split(text, ',');
   if (parts.size() < 3) bad_spec(text, "expected <addr>,<port>,<slots>*<hosts>...");
   RankEnvSpec spec;
+  if (nccl != std::string::npos) spec.nccl_log_dir = full.substr(nccl + 6);
   spec.master_addr = parts[0];
   if (spec.master_addr.empty()) bad_spec(text, "empty master address");
   try {
@@ -130,6 +134,13 @@ RankEnv rank_environment(const EnvMap& env, const RankEnvSpec& spec, const CpuFa
                                                                          : 1;
     want.emplace_back("OMP_NUM_THREADS", std::to_string(threads_per_rank(*cpus, ranks_here)));
   }
+  // NCCL's choice of network, into a file of gj's for the master's transport line (nccl_transport.h);
+  // a user's own NCCL_DEBUG wins, with the rest of their NCCL debug settings.
+  if (!spec.nccl_log_dir.empty() && !env_value(env, "NCCL_DEBUG")) {
+    out.set.emplace_back("NCCL_DEBUG", "INFO");
+    out.set.emplace_back("NCCL_DEBUG_SUBSYS", "INIT,NET");
+    out.set.emplace_back("NCCL_DEBUG_FILE", nccl_debug_file(spec.nccl_log_dir, *rank));
+  }
   std::vector<std::string> contradicting;
   for (auto& [name, value] : want) {
     const auto yours = env_value(env, name);  // empty means unset, as everywhere
@@ -150,6 +161,10 @@ RankEnv rank_environment(const EnvMap& env, const RankEnvSpec& spec, const CpuFa
                            (contradicting.size() == 1 ? "it" : "them") + " in the job's environment");
   }
   return out;
+}
+
+std::string nccl_debug_file(const std::string& dir, const std::string& rank) {
+  return dir + "/nccl-rank" + rank + ".log";
 }
 
 RankEnvSpec master_rank_env_spec(const std::vector<std::int64_t>& slots, const std::string& first_host,

@@ -28,16 +28,24 @@ struct RankEnvSpec {
   int master_port = kDefaultMasterPort;
   std::vector<std::int64_t> slots;  // per host, in host order (names are not needed)
   std::vector<std::int64_t> cpus;   // per host: the pod's CPU allocation as the master knows it; 0: not known
+  // GPU jobs (the pre-flight checks, preflight.h): the folder of each pod where every rank has
+  // NCCL write its INIT/NET debug lines, unless the rank's NCCL_DEBUG is set; "" none.
+  std::string nccl_log_dir;
   bool operator==(const RankEnvSpec& o) const {
-    return master_addr == o.master_addr && master_port == o.master_port && slots == o.slots && cpus == o.cpus;
+    return master_addr == o.master_addr && master_port == o.master_port && slots == o.slots && cpus == o.cpus &&
+           nccl_log_dir == o.nccl_log_dir;
   }
 };
 
-// "<addr>,<port>,<slots>/<cpus>*<hosts>,..." e.g. "job-master-0.job,41234,2/4*1,4/8*3" (a run
-// without "/<cpus>" has cpus 0).
+// "<addr>,<port>,<slots>/<cpus>*<hosts>,...[,nccl=<dir>]" e.g. "job-master-0.job,41234,2/4*1,4/8*3" (a run
+// without "/<cpus>" has cpus 0; the NCCL folder last, since a state dir may hold commas).
 std::string encode_rank_env_spec(const RankEnvSpec& spec);
 // Throws AgentError (kUsage) naming the bad part.
 RankEnvSpec decode_rank_env_spec(const std::string& text);
+
+// The NCCL debug variables a rank gets with RankEnvSpec::nccl_log_dir (when its NCCL_DEBUG is
+// unset): NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET, NCCL_DEBUG_FILE=<dir>/nccl-rank<RANK>.log.
+std::string nccl_debug_file(const std::string& dir, const std::string& rank);
 
 // The variables torchrun sets, in the order shown by --dry-run.
 const std::vector<const char*>& rank_env_names();

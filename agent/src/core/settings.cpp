@@ -1,6 +1,7 @@
 #include "settings.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "agent_error.h"
@@ -28,6 +29,24 @@ Store text(std::string AgentSettings::*field) {
 
 Store boolean(bool AgentSettings::*field) {
   return [field](AgentSettings& s, const std::string& label, const Values& v) { s.*field = parse_bool(label, last(v)); };
+}
+
+// Whole seconds, 0 allowed (0 turns the feature off, as its help says).
+Store seconds_or_off(std::int64_t AgentSettings::*field) {
+  return [field](AgentSettings& s, const std::string& label, const Values& v) { s.*field = parse_count(label, last(v)); };
+}
+
+// Seconds as Horovod reads them (a decimal number, 0 off) into milliseconds.
+Store decimal_seconds_ms(std::int64_t AgentSettings::*field) {
+  return [field](AgentSettings& s, const std::string& label, const Values& v) {
+    const std::string& text = last(v);
+    char* end = nullptr;
+    const double x = std::strtod(text.c_str(), &end);
+    if (text.empty() || end == text.c_str() || *end != '\0' || !(x >= 0) || x > 1e9)
+      throw AgentError{exit_code::kBadEnvironment,
+                       label + "=\"" + text + "\" is not a non-negative number of seconds; set e.g. 60, or 0 for off"};
+    s.*field = static_cast<std::int64_t>(x * 1000 + 0.5);
+  };
 }
 
 // Whole seconds, at least 1; `fix` says what to do instead of 0.
@@ -68,6 +87,12 @@ void store_supervise(AgentSettings& s, const std::string& label, const Values& v
   else s.supervise = parse_bool(label, last(v)) ? Supervise::On : Supervise::Off;
 }
 
+void store_horovod_alias(AgentSettings& s, const std::string& label, const Values& v) {
+  if (last(v) == "gj") s.horovod_alias = HorovodAlias::Gj;
+  else if (last(v) == "horovod") s.horovod_alias = HorovodAlias::Horovod;
+  else s.horovod_alias = parse_bool(label, last(v)) ? HorovodAlias::On : HorovodAlias::Off;
+}
+
 void store_exports(AgentSettings& s, const std::string&, const Values& v) { s.exports = v; }
 
 // Checked here, not only when sshd is prepared, so that the dry run fails as the real run would.
@@ -81,6 +106,19 @@ void store_state_dir(AgentSettings& s, const std::string& label, const Values& v
 }
 
 void store_port(AgentSettings& s, const std::string& label, const Values& v) { s.ssh_port = parse_port(label, last(v)); }
+
+void store_preflight_port(AgentSettings& s, const std::string& label, const Values& v) {
+  s.preflight_port = parse_port(label, last(v));
+}
+
+// At least 64 KiB (less measures latency, not bandwidth), at most 1 GiB.
+void store_preflight_bytes(AgentSettings& s, const std::string& label, const Values& v) {
+  const std::int64_t n = parse_count(label, last(v));
+  if (n < (64 << 10) || n > (std::int64_t{1} << 30))
+    throw AgentError{exit_code::kBadEnvironment, quoted_setting(label, last(v)) +
+                                                     " must be between 65536 and 1073741824 bytes; the default is 4194304"};
+  s.preflight_bytes = n;
+}
 
 const std::string kPort = std::to_string(defaults::kSshPort);
 const std::string kConnect = std::to_string(defaults::kSshConnectTimeoutS);
@@ -175,6 +213,12 @@ std::vector<Setting> make_table() {
           .help("give every rank torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, "
                 "MASTER_PORT and OMP_NUM_THREADS (its pod's CPUs / its pod's ranks) unless set")
           .store(boolean(&AgentSettings::rank_env)),
+      Row("GJ_HOROVOD_ALIAS").type(T::Choice).default_value("0")
+          .switch_flag("--horovod-alias", "1")
+          .help("Python ranks import horovod, horovod.torch, horovod.tensorflow(.keras), horovod.keras as gj's modules "
+                "(a PYTHONPATH entry to gj's alias folder); 1: refused when a real Horovod is installed, gj or "
+                "horovod: which one wins then")
+          .store(store_horovod_alias),
       Row("GJ_SSHD").flag("--sshd").value("P").default_value(defaults::kSshd)
           .help("sshd program")
           .store(text(&AgentSettings::sshd)),
@@ -220,6 +264,49 @@ std::vector<Setting> make_table() {
           .help("the pod's termination message file (Kubernetes shows it in the pod status): the master's exit "
                 "reason or rank failure summary, and a worker's failed rank")
           .store(text(&AgentSettings::termination_log)),
+      Row("GJ_PREFLIGHT").value("M").type(T::Choice).default_value("on")
+          .help("checks before mpiexec: on (a pod that sees fewer GPUs than its limit ends the job; a pod or link far "
+                "below the job's network median is a warning; NCCL's transport logged on GPU jobs), strict (a slow "
+                "pod or link ends the job too), off (nothing checked)")
+          .store(choice(&AgentSettings::preflight,
+                        {{"on", PreflightMode::On}, {"strict", PreflightMode::Strict}, {"off", PreflightMode::Off}})),
+      Row("GJ_PREFLIGHT_PORT").value("N").type(T::Port).default_value("29411")
+          .help("TCP port the network check listens on in every pod (free before the job starts)")
+          .store(store_preflight_port),
+      Row("GJ_PREFLIGHT_BYTES").value("N").type(T::Count).default_value("4194304")
+          .help("bytes the network check sends on each measured link (3 links per pod)")
+          .store(store_preflight_bytes),
+      Row("GJ_GPU_ROOT").value("D").default_value("/")
+          .help("where the GPU check reads proc/driver/nvidia/gpus and sys/class/infiniband (tests: a fake tree)")
+          .store(text(&AgentSettings::gpu_root)),
+      Row("GJ_NVML_LIBRARY").value("P").default_value("libnvidia-ml.so.1")
+          .help("NVML, opened at run time by the GPU check (the driver's /proc tree where it cannot be opened)")
+          .store(text(&AgentSettings::nvml_library)),
+      Row("GJ_STOP_GRACE").value("S").type(T::Count).default_value("20")
+          .help("master: on SIGTERM/SIGINT, every rank is first asked to stop (gj.torch.stop_requested()); when "
+                "its program polls for that, the signal reaches mpiexec only this many seconds later (0: at once)")
+          .store(seconds_or_off(&AgentSettings::stop_grace_s)),
+      Row("HOROVOD_STALL_CHECK_TIME_SECONDS").value("S").default_value("60")
+          .help("master: when ranks have waited this long in one collective, the log names the ranks that have "
+                "not entered it with their state, CPU use and Python stack, and repeats it while the hang lasts "
+                "(0: off)")
+          .store(decimal_seconds_ms(&AgentSettings::stall_ms)),
+      Row("GJ_HANG_TIMEOUT").flag("--hang-timeout").value("S").type(T::Count).default_value("900")
+          .help("master: a collective that has made no progress for this long ends the job as a failure of the "
+                "ranks that never entered it (exit 7; 0: never)")
+          .store(seconds_or_off(&AgentSettings::hang_timeout_s)),
+      Row("GJ_STATUS_INTERVAL").value("S").type(T::Count).default_value("60")
+          .help("master: a `status:` line every this many seconds (collectives/s, bytes/s, slowest rank, largest "
+                "RSS; 0: off)")
+          .store(seconds_or_off(&AgentSettings::status_interval_s)),
+      Row("GJ_METRICS_PORT").flag("--metrics-port").value("N").type(T::Count).default_value("9466")
+          .help("master: serve Prometheus metrics (per rank, per pod, the job) at http://<master>:N/metrics (0: off)")
+          .store([](AgentSettings& s, const std::string& label, const Values& v) {
+            const std::int64_t n = parse_count(label, last(v));
+            if (n > 65535)
+              throw AgentError{exit_code::kBadEnvironment, label + "=\"" + last(v) + "\" is not a port (0-65535); 0 turns the endpoint off"};
+            s.metrics_port = static_cast<int>(n);
+          }),
       Row("GJ_LOG_LEVEL").flag("--log-level").value("L").type(T::Choice).default_value("info")
           .help("trace, debug, info, warn, error, off")
           .store(text(&AgentSettings::log_level)),

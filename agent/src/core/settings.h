@@ -22,6 +22,12 @@ namespace gj {
 
 enum class Supervise { Auto, On, Off };
 enum class HostfileMode { Auto, Always, Never };
+// Pre-flight checks (docs/agent.md): On: a pod short of GPUs ends the job, a slow link is a
+// warning; Strict: a slow link ends the job too; Off: nothing is checked.
+enum class PreflightMode { On, Strict, Off };
+// The `horovod` alias (horovod_alias.h): off; on (refused beside an installed Horovod); on and gj
+// wins over an installed Horovod; the installed Horovod wins where there is one, else gj.
+enum class HorovodAlias { Off, On, Gj, Horovod };
 
 // Settings of gj-mpirun itself. No defaults here: default_settings() gives the table's.
 struct AgentSettings {
@@ -46,8 +52,21 @@ struct AgentSettings {
   bool default_exports = true;
   std::string master_host;  // empty: <pod>.<job>
   bool rank_env = true;     // torchrun's RANK, WORLD_SIZE, ... for every rank
+  HorovodAlias horovod_alias = HorovodAlias::Off;
   std::string log_level;
   std::string termination_log;  // the pod's termination message file
+  PreflightMode preflight = PreflightMode::On;
+  int preflight_port = 0;            // the network check's TCP port on every pod
+  std::int64_t preflight_bytes = 0;  // sent on each measured link
+  std::string gpu_root;              // where the GPU probe reads /proc and /sys (tests: a fake tree)
+  std::string nvml_library;          // NVML, opened at run time
+  // The job monitor's view inside a running job (docs/agent.md "Hangs", "Status lines", "Stop
+  // requests", "Metrics"); 0 turns each off where the docs say so.
+  std::int64_t stop_grace_s = 0;       // GJ_STOP_GRACE
+  std::int64_t stall_ms = 0;           // HOROVOD_STALL_CHECK_TIME_SECONDS, in ms (0: no hang lines)
+  std::int64_t hang_timeout_s = 0;     // GJ_HANG_TIMEOUT (0: never)
+  std::int64_t status_interval_s = 0;  // GJ_STATUS_INTERVAL (0: no status lines)
+  int metrics_port = 0;                // GJ_METRICS_PORT (0: no endpoint)
 };
 
 enum class SettingType { Text, Count, Port, Bool, Choice, List };

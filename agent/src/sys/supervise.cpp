@@ -125,10 +125,12 @@ int supervise(const std::vector<std::string>& argv, const Environment* environme
   // Ending a failed job: 0 not asked, 1 waiting for it to end by itself, 2 SIGTERM sent, 3 SIGKILL sent.
   int ending = 0;
   std::chrono::steady_clock::time_point ending_since{};
+  int held_signal = 0;  // a termination signal held back for the stop grace (JobEnd::stop)
+  std::chrono::steady_clock::time_point held_until{};
   while (!job_done) {
     siginfo_t info{};
     // Also reap periodically in case a SIGCHLD was coalesced; with a monitor, check its request often.
-    timespec tick = end != nullptr ? timespec{0, 100 * 1000 * 1000} : timespec{1, 0};
+    timespec tick = end != nullptr || held_signal != 0 ? timespec{0, 100 * 1000 * 1000} : timespec{1, 0};
     if (end != nullptr && end->requested != nullptr && *end->requested) {
       const auto now = std::chrono::steady_clock::now();
       if (ending == 0) {
@@ -143,10 +145,27 @@ int supervise(const std::vector<std::string>& argv, const Environment* environme
         ::kill(job.pid, SIGKILL);
       }
     }
+    if (held_signal != 0 &&
+        (std::chrono::steady_clock::now() >= held_until || (end->stop_done && end->stop_done()))) {
+      if (::kill(-group, held_signal) != 0 && errno == ESRCH) ::kill(job.pid, held_signal);
+      held_signal = 0;
+    }
     int sig = ::sigtimedwait(&wanted, &info, &tick);
     if (sig < 0 && errno != EAGAIN && errno != EINTR) throw_syscall_error("sigtimedwait", errno);
     if (sig > 0 && sig != SIGCHLD) {
-      if (::kill(-group, sig) != 0 && errno == ESRCH) ::kill(job.pid, sig);
+      // The first termination signal, with a stop path and grace: every rank is asked to stop,
+      // and the signal waits while programs that poll for the request save and leave.
+      const bool hold = held_signal == 0 && termination_signal == 0 && is_termination_signal(sig) &&
+                        end != nullptr && end->stop && end->stop_grace.count() > 0 &&
+                        (end->requested == nullptr || !*end->requested) && end->stop();
+      if (hold) {
+        held_signal = sig;
+        held_until = std::chrono::steady_clock::now() + end->stop_grace;
+      } else {
+        if (held_signal != 0 && ::kill(-group, held_signal) != 0 && errno == ESRCH) ::kill(job.pid, held_signal);
+        held_signal = 0;
+        if (::kill(-group, sig) != 0 && errno == ESRCH) ::kill(job.pid, sig);
+      }
       if (termination_signal == 0 && is_termination_signal(sig)) {
         termination_signal = sig;
         if (end != nullptr && (end->requested == nullptr || !*end->requested)) end->terminated_by = sig;

@@ -49,7 +49,8 @@ std::vector<std::string> render_failure_summary(const FailureReport& rep) {
   std::vector<std::string> out;
   std::string head = "rank failure: " + who(r) + " " + departure_text(r);
   if (rep.left_ns > 0 && rep.left_ns != INT64_MAX) head += " at " + utc_time_text(rep.left_ns);
-  out.push_back(head + "; it was the first rank to leave the job");
+  out.push_back(head + (r.hung_ns ? "; the job was ended for it" : "; it was the first rank to leave the job"));
+  for (const auto& line : r.hang_lines) out.push_back("  " + line);
   if (r.departure && r.departure->oom_kill)
     out.push_back("  killed by the OOM killer (pod memory limit " + memory_limit_text(r.departure->memory_max) +
                   "): raise the pod's memory limit or use less memory per rank");

@@ -10,9 +10,10 @@ namespace gj {
 namespace {
 
 bool faulty(const RankRecord& r) {
+  if (r.hung_ns) return true;
   if (!r.departure) return false;
   const Departure& d = *r.departure;
-  if (d.kind != Departure::Kind::Exited || d.code != 0) return true;
+  if (d.kind != Departure::Kind::Exited || d.code != 0 || d.mpi_abort) return true;
   // Exit 0 is a normal end for a program without the library, or after gjFinalize; a rank that
   // has the library and exits 0 without shutdown left its peers waiting.
   return r.hello && !r.leave_ns;
@@ -24,6 +25,7 @@ bool left_cleanly(const RankRecord& r) { return r.hello && r.leave_ns.has_value(
 // When the rank left the job: its shutdown (`leave`: no collective from it after that), else
 // the program's end.
 std::int64_t departure_time(const RankRecord& r) {
+  if (r.hung_ns) return *r.hung_ns;  // the job was ended for it then
   if (r.leave_ns) return *r.leave_ns;
   if (r.departure) return r.departure->time_ns;
   return INT64_MAX;
@@ -57,12 +59,14 @@ std::string memory_limit_text(const std::string& memory_max) {
 }
 
 std::string departure_text(const RankRecord& r) {
+  if (r.hung_ns) return r.hung;
   if (!r.departure) return "still running when the job ended";
   const Departure& d = *r.departure;
   std::string out;
   switch (d.kind) {
     case Departure::Kind::Exited:
-      if (d.code != 0) out = "exited with code " + std::to_string(d.code);
+      if (d.mpi_abort) out = "called MPI_Abort (errorcode " + std::to_string(d.code) + ")";
+      else if (d.code != 0) out = "exited with code " + std::to_string(d.code);
       else if (r.leave_ns) out = "called shutdown and exited with code 0 while other ranks were still working";
       else if (r.hello) out = "exited with code 0 without calling shutdown while other ranks were still working";
       else out = "exited with code 0";
@@ -89,6 +93,13 @@ std::size_t JobWatch::running_with_library() const {
   std::size_t n = 0;
   for (const auto& [conn, r] : ranks_)
     if (!r.departure && r.hello) ++n;
+  return n;
+}
+
+std::size_t JobWatch::running_polling_stop() const {
+  std::size_t n = 0;
+  for (const auto& [conn, r] : ranks_)
+    if (!r.departure && r.polls_stop) ++n;
   return n;
 }
 
@@ -172,6 +183,10 @@ WatchStep JobWatch::on_line(int conn, const std::string& text, std::int64_t now_
       failure_reason_ = "rank " + std::to_string(r.rank) + " (host " + r.pod + ") failed: " + r.fail_reason;
       broadcast(format_monitor_line("end", {{"status", "failed"}}, failure_reason_), conn, step);
     }
+  } else if (line->verb == "stoppoll") {
+    r.polls_stop = true;
+  } else if (line->verb == "stopreq") {
+    step.stop_request = line->reason.value_or("pod " + r.pod + " is being stopped");
   } else if (line->verb == "tail") {
     r.stderr_tail.push_back(line->reason.value_or(""));
     if (r.stderr_tail.size() > kTailLines) r.stderr_tail.erase(r.stderr_tail.begin());
@@ -185,9 +200,27 @@ WatchStep JobWatch::on_line(int conn, const std::string& text, std::int64_t now_
     }
     d.time_ns = t;
     d.oom_kill = line->get("oom") == std::string("1");
+    d.mpi_abort = line->get("abort") == std::string("1");
     d.memory_max = line->get("memmax").value_or("");
     departed(conn, d, step);
   }
+  return step;
+}
+
+WatchStep JobWatch::on_hang(int conn, std::int64_t now_ns, std::string what, std::vector<std::string> lines) {
+  WatchStep step;
+  auto it = ranks_.find(conn);
+  if (it == ranks_.end() || it->second.departure || it->second.hung_ns) return step;
+  RankRecord& r = it->second;
+  r.hung = std::move(what);
+  r.hung_ns = now_ns;
+  r.hang_lines = std::move(lines);
+  tell_lost(conn, r.hung, step);
+  if (failing_) return step;
+  failing_ = true;
+  step.job_failed_now = true;
+  failure_reason_ = "rank " + std::to_string(r.rank) + " (host " + r.pod + ") " + r.hung;
+  broadcast(format_monitor_line("end", {{"status", "failed"}}, failure_reason_), -1, step);
   return step;
 }
 

@@ -25,6 +25,7 @@ struct Departure {
   std::string memory_max;   // the cgroup's memory.max ("max", bytes) when known
   bool ended_by_us = false; // the job was already failing when it left
   std::string how;          // Dropped: how the connection ended ("closed", "went silent (...)", ...)
+  bool mpi_abort = false;   // Exited: the program called MPI_Abort (code: its errorcode; seen on hydra's PMI)
 };
 
 struct RankRecord {
@@ -39,6 +40,12 @@ struct RankRecord {
   std::string fail_reason;
   std::vector<std::string> stderr_tail;  // the last lines of its stderr (at most kTailLines)
   std::optional<Departure> departure;
+  bool polls_stop = false;            // its program polls for a stop request (`stoppoll`)
+  // The hang timeout ended the job for this rank (on_hang): what it never entered, when, and
+  // what its wrapper saw (process state, CPU use, Python stack).
+  std::string hung;
+  std::optional<std::int64_t> hung_ns;
+  std::vector<std::string> hang_lines;
 };
 
 inline constexpr std::size_t kTailLines = 20;
@@ -53,6 +60,8 @@ struct WatchStep {
   std::vector<Send> sends;
   std::vector<int> close;  // connections to close (wrong token, not a wrapper)
   bool job_failed_now = false;  // this event made the job fail: end it
+  // A wrapper asked that the whole job be asked to stop (`stopreq`: its pod is being deleted).
+  std::optional<std::string> stop_request;
 };
 
 // What the summary is made of.
@@ -79,11 +88,17 @@ class JobWatch {
   // "failed (<errno text>)", "went silent (...)".
   WatchStep on_drop(int conn, std::int64_t now_ns, std::string how = "");
 
+  // The hang timeout passed while this connection's rank held up a collective (job_view.h):
+  // the job fails for it, as for a rank that left (`lost` to the others, `end status=failed`).
+  WatchStep on_hang(int conn, std::int64_t now_ns, std::string what, std::vector<std::string> lines);
+
   bool failing() const { return failing_; }
   // Connections that started and have not yet reported an exit or dropped.
   std::size_t running() const;
   // Of those, the ones whose library said hello (they can be told `lost` and raise).
   std::size_t running_with_library() const;
+  // Of those, the ones whose program polls for a stop request.
+  std::size_t running_polling_stop() const;
   const std::map<int, RankRecord>& ranks() const { return ranks_; }  // by connection
   // The pods other than the master's whose every rank wrapper dropped, each with its
   // connections: the candidates for the pod that was lost.

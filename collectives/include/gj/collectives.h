@@ -306,6 +306,13 @@ int gjBuildCapabilities(void);
  * loads or the build has no NCCL backend. Needs no MPI and no communicator. */
 gjResult_t gjNcclVersion(int* version);
 
+/* The number of CUDA devices the library's own CUDA runtime can use (0 without CUDA, driver or
+ * device). gjCudaError, with *count = 0 and gjGetLastError(NULL) naming the runtime's and the
+ * driver's CUDA versions and the fix, where a driver is installed that the library's runtime
+ * cannot use (e.g. a driver older than the toolkit gj was built with): device buffers then fail
+ * with that error instead of being read as host memory. Needs no MPI and no communicator. */
+gjResult_t gjCudaDevices(int* count);
+
 /* Size in bytes of one element, 0 for an invalid dtype. */
 size_t gjDataTypeSize(gjDataType_t dtype);
 

@@ -1,18 +1,17 @@
 """horovod.tensorflow.keras.callbacks on Keras 3 and Keras 2. gj.tensorflow.callbacks is this
 same module (the seed script writes hvd.callbacks after `import horovod.tensorflow as hvd`).
 
-The classes derive from the Callback of the Keras that tf.keras is (a Keras 3 model takes only
-Keras 3 callbacks). The learning rate is read and written through optimizer.learning_rate
+Each class is a callback of the Keras of the model it is given (a Keras 3 model takes only Keras 3
+callbacks): it derives from KerasCallback (_callback_base.py), not from one Keras' Callback. The learning rate is read and written through optimizer.learning_rate
 (Keras 3 removed keras.backend.get_value/set_value, which Horovod's callbacks use)."""
 
 import gj.tensorflow as hvd
 
 from . import _backend
+from ._callback_base import KerasCallback, KerasModelCheckpoint
 
-_k = _backend.keras()
 
-
-class BroadcastGlobalVariablesCallback(_k.callbacks.Callback):
+class BroadcastGlobalVariablesCallback(KerasCallback):
     """Broadcasts the model's variables and the optimizer's from root_rank at the end of the
     first batch (when the optimizer's variables exist), so every rank continues from root's
     state, as Horovod does; local_variables (variables or layers' variables) stay each rank's."""
@@ -37,7 +36,7 @@ class BroadcastGlobalVariablesCallback(_k.callbacks.Callback):
         self.broadcast_done = True
 
 
-class MetricAverageCallback(_k.callbacks.Callback):
+class MetricAverageCallback(KerasCallback):
     """At each epoch's end, replaces every metric in the logs by its average over the ranks (one
     allreduce of a float64 vector, metrics in name order), before the callbacks after it read them."""
 
@@ -55,7 +54,7 @@ class MetricAverageCallback(_k.callbacks.Callback):
             logs[n] = float(v)
 
 
-class LearningRateScheduleCallback(_k.callbacks.Callback):
+class LearningRateScheduleCallback(KerasCallback):
     """Sets the learning rate to initial_lr * multiplier(epoch) from start_epoch to end_epoch
     (exclusive): at each epoch's first batch when staircase, else at every batch with a
     fractional epoch (epoch + batch / steps_per_epoch). A constant multiplier is exponential
@@ -157,7 +156,7 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
                   (epoch + 1, _backend.to_float(self.model.optimizer.learning_rate)))
 
 
-class BestModelCheckpoint(_k.callbacks.ModelCheckpoint):
+class BestModelCheckpoint(KerasModelCheckpoint):
     """ModelCheckpoint(save_best_only=True) writing on rank 0 only. Horovod's signature has no filepath (its estimator sets .filepath later): pass
     filepath= here or set .filepath before fit; Keras 3 wants it to end in .keras or .h5."""
 
