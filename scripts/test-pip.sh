@@ -60,7 +60,7 @@ b0=$SECONDS
 say "   wheel built in $((SECONDS - b0)) s: $(cd "$work/dist" && ls ./*.whl)"
 wheel=$(ls "$work/dist"/gj_mpirun-"$version"-*.whl)
 /usr/bin/python3 - "$wheel" gj/__init__.py gj/_config.py gj/libgj_collectives.so.0 gj/tensorflow/_gj_tf_status.so \
-  "gj_mpirun-$version.data/scripts/gj-mpirun" <<'PY' || fail "the wheel lacks files"
+  gj/horovod_alias/horovod/__init__.py "gj_mpirun-$version.data/scripts/gj-mpirun" <<'PY' || fail "the wheel lacks files"
 import sys, zipfile
 names = set(zipfile.ZipFile(sys.argv[1]).namelist())
 missing = [f for f in sys.argv[2:] if f not in names]
