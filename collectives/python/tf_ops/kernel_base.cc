@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "tensorflow/core/platform/logging.h"
 #include "worker.h"
 
 namespace gj_tf {
@@ -35,9 +36,14 @@ void* data_of(const Tensor& t) {
   return t.NumElements() == 0 ? nullptr : const_cast<char*>(t.tensor_data().data());
 }
 
-absl::Status run(const Comm& comm, const char* call, const std::function<gjResult_t(gjRequest_t*)>& issue) {
+absl::Status run(const Comm& comm, const char* call, const std::function<gjResult_t(gjRequest_t*)>& issue,
+                 const Place& place, Later* later) {
   gjRequest_t request = nullptr;
   gjResult_t rc = issue(&request);
+  if (rc == gjSuccess && place.device && later != nullptr) {
+    later->push_back(request);
+    return absl::OkStatus();
+  }
   if (rc == gjSuccess) rc = gjWait(request);
   if (rc != gjSuccess) return absl::FailedPreconditionError(library_error(call, rc, comm.handle));
   return absl::OkStatus();
@@ -75,7 +81,7 @@ absl::Status layout_record(const Comm& comm, const Record& rec) {
 }  // namespace
 
 void GjKernel::agree_then(OpKernelContext* ctx, DoneCallback done, const Comm& comm, std::shared_ptr<Record> rec,
-                          std::function<absl::Status(const Record&)> then, bool regardless) {
+                          std::function<absl::Status(const Record&, Later*)> then, bool regardless) {
   // The record's wire form is agreement.py's blocking record: one allreduce, never fused (a
   // one-tensor grouped call is not fusible and, with the check off, runs nothing before it).
   gjCommSetCheck(comm.handle, 0);
@@ -93,9 +99,10 @@ void GjKernel::agree_then(OpKernelContext* ctx, DoneCallback done, const Comm& c
   const std::string what = what_;
   post(comm.handle, [ctx, done = std::move(done), comm, rec, request, what, then = std::move(then), regardless] {
     absl::Status s;
+    Later later;
     const gjResult_t waited = gjWait(request);
     if (regardless) {
-      s = then(*rec);
+      s = then(*rec, &later);
     } else if (waited != gjSuccess) {
       s = absl::FailedPreconditionError(library_error(what.c_str(), waited, comm.handle));
     } else {
@@ -104,11 +111,19 @@ void GjKernel::agree_then(OpKernelContext* ctx, DoneCallback done, const Comm& c
         s = absl::FailedPreconditionError(verdict);
       } else {
         s = layout_record(comm, *rec);
-        if (s.ok()) s = then(*rec);
+        if (s.ok()) s = then(*rec, &later);
       }
     }
     if (!s.ok()) ctx->SetStatus(s);
-    done();
+    done();  // ctx is gone from here on
+    for (gjRequest_t q : later) {
+      const gjResult_t rc = gjWait(q);
+      if (rc != gjSuccess) {
+        // The op has ended; the communicator's device path now refuses every later call with
+        // this cause (collectives.h), so the next op fails with it.
+        LOG(ERROR) << library_error(what.c_str(), rc, comm.handle);
+      }
+    }
   });
 }
 
@@ -117,7 +132,7 @@ void GjKernel::refuse(OpKernelContext* ctx, DoneCallback done, const Comm& comm,
   auto rec = std::make_shared<Record>(comm.rank, comm.size, kind, "call=" + what_ + ", invalid arguments=True",
                                       Wire{}, 0);
   agree_then(ctx, std::move(done), comm, rec,
-             [message](const Record&) { return absl::InvalidArgumentError(message); }, true);
+             [message](const Record&, Later*) { return absl::InvalidArgumentError(message); }, true);
 }
 
 }  // namespace gj_tf

@@ -49,7 +49,7 @@ Record::Record(int rank, int size, Kind kind, std::string signature, const Wire&
   v[kPre] = bits(wire.pre);
   v[kPost] = bits(wire.post);
   v[kRoot] = wire.root;
-  v[kDevice] = 0;
+  v[kDevice] = wire.device ? 1 : 0;
   v[kLayoutLen] = static_cast<int64_t>(wire.layout.size());
   if (wire.layout.size() <= static_cast<size_t>(kInline)) {
     for (size_t i = 0; i < wire.layout.size(); ++i) v[kLayout + i] = wire.layout[i];

@@ -25,6 +25,7 @@ enum Kind : int64_t { kAllreduce = 1, kGrouped, kBroadcast, kAllgather, kReduces
 struct Wire {
   int64_t dtype = 0, op = 0, root = 0;
   double pre = 1.0, post = 1.0;
+  bool device = false;  // the data is in GPU memory
   std::vector<int64_t> layout;
 };
 

@@ -78,6 +78,17 @@ def missing():
             f"as UnknownError rather than Horovod's class: {how_to_build()}]")
 
 
+def cpu_only():
+    """True when the ops must run on the CPU although TensorFlow has GPUs: the library has no NCCL
+    (built without it, or none loads: gj.common.capabilities.nccl_built), so its device calls
+    would refuse GPU buffers; TensorFlow then copies a GPU tensor to the host and back, as the
+    numpy_function path does."""
+    if "cpu_only" not in _loaded:
+        from ..common.capabilities import nccl_built
+        _loaded["cpu_only"] = bool(tf.config.list_logical_devices("GPU")) and not nccl_built()
+    return _loaded["cpu_only"]
+
+
 def bind(process_set, what):
     """process_set's id, its communicator made known to the ops under it (an op of it is made next)."""
     from ..common.process_sets import comm_of

@@ -128,6 +128,13 @@ _EAGER_SUFFIX = re.compile(r"\s*\[Op:Gj\w+\].*$", re.S)
 def _compiled(what, operation, compiled, inputs):
     """The compiled op made eagerly (its errors as gj.tensorflow's eager classes) or in the graph,
     in issue order."""
+    if _ops.cpu_only():
+        with tf.device("/device:CPU:0"):
+            return _compiled_here(what, operation, compiled, inputs)
+    return _compiled_here(what, operation, compiled, inputs)
+
+
+def _compiled_here(what, operation, compiled, inputs):
     if tf.executing_eagerly():
         try:
             return list(compiled(*inputs, name=None))

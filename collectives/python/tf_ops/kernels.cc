@@ -1,10 +1,14 @@
-// The CPU kernels of gj.tensorflow's collectives: host buffers straight from the tensors (no
-// copy), the library's nonblocking calls, completed on the set's completion thread
-// (kernel_base.h). What each computes is gj/tensorflow/_host.py's function of the same name
-// (the numpy_function fallback runs that one): the same records, layouts and library calls.
-#include <numeric>
+// The kernels of gj.tensorflow's collectives, CPU (kDevice false) and GPU (true): the tensors'
+// own memory (no copy), the library's nonblocking calls, completed on the set's completion
+// thread (kernel_base.h). On the CPU each call is waited for before `done`; on a GPU it is
+// enqueued on TensorFlow's compute stream for the device (device.h) and `done` follows at once,
+// the consumer ordered after it on that stream. What each computes is gj/tensorflow/_host.py's
+// function of the same name (the numpy_function fallback runs that one): the same records,
+// layouts and library calls.
+#include <cstring>
 #include <vector>
 
+#include "device.h"
 #include "kernel_base.h"
 #include "tensorflow/core/framework/op_requires.h"
 
@@ -12,8 +16,20 @@ namespace gj_tf {
 namespace {
 
 using tensorflow::DEVICE_CPU;
+using tensorflow::DEVICE_GPU;
 using tensorflow::OpInputList;
 using tensorflow::OpOutputList;
+
+template <bool kDevice>
+Place place_of(OpKernelContext* ctx) {
+  return kDevice ? device_place(ctx) : Place();
+}
+
+Wire wire_of(bool device) {
+  Wire w;
+  w.device = device;
+  return w;
+}
 
 // A reduction's attributes: the library's op and the factors.
 struct Reduction {
@@ -29,19 +45,21 @@ struct Reduction {
   double pre = 1.0, post = 1.0;
 };
 
+template <bool kDevice>
 class AllreduceOp : public GjKernel {
  public:
   explicit AllreduceOp(OpKernelConstruction* c) : GjKernel(c), r_(c) {}
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     Comm comm;
-    if (!this->comm(ctx, done, &comm)) return;
+    if (!GjKernel::comm(ctx, done, &comm)) return;
+    const Place place = place_of<kDevice>(ctx);
     const Tensor& in = ctx->input(0);
     Tensor* out = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({0}, 0, in.shape(), &out), done);
     const int dtype = reduce_code(in.dtype());
     const size_t n = static_cast<size_t>(in.NumElements());
-    Wire w;
+    Wire w = wire_of(kDevice);
     w.dtype = dtype;
     w.op = r_.op;
     w.pre = r_.pre;
@@ -50,26 +68,36 @@ class AllreduceOp : public GjKernel {
     auto rec = std::make_shared<Record>(comm.rank, comm.size, kAllreduce,
                                         signature_ + ", shape=" + shape_text(in.shape()), w, 0);
     const Reduction r = r_;
-    agree_then(ctx, std::move(done), comm, rec, [comm, r, dtype, n, send = data_of(in), recv = data_of(*out)](
-                                                      const Record&) {
-      return run(comm, "gjIallReduce", [&](gjRequest_t* q) {
-        return gjIallReduce(send, recv, n, static_cast<gjDataType_t>(dtype), static_cast<gjRedOp_t>(r.op), r.pre,
-                            r.post, comm.handle, nullptr, q);
-      });
-    });
+    agree_then(ctx, std::move(done), comm, rec,
+               [comm, place, r, dtype, n, send = static_cast<const void*>(data_of(in)), recv = data_of(*out)](
+                   const Record&, Later* later) {
+                 // A one-tensor grouped call, not gjIallreduce: a nonblocking allreduce may be
+                 // fused with the next queued ones, which first runs a collective of its own
+                 // that a rank inside join() (mirroring with the blocking call) never enters.
+                 return run(
+                     comm, "gjIgroupedAllReduce",
+                     [&](gjRequest_t* q) {
+                       return gjIgroupedAllReduce(&send, &recv, &n, 1, static_cast<gjDataType_t>(dtype),
+                                                  static_cast<gjRedOp_t>(r.op), r.pre, r.post, comm.handle,
+                                                  place.stream, q);
+                     },
+                     place, later);
+               });
   }
 
  private:
   Reduction r_;
 };
 
+template <bool kDevice>
 class GroupedAllreduceOp : public GjKernel {
  public:
   explicit GroupedAllreduceOp(OpKernelConstruction* c) : GjKernel(c), r_(c) {}
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     Comm comm;
-    if (!this->comm(ctx, done, &comm)) return;
+    if (!GjKernel::comm(ctx, done, &comm)) return;
+    const Place place = place_of<kDevice>(ctx);
     OpInputList ins;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->input_list("tensors", &ins), done);
     // One library call per dtype, in the order the dtypes first appear (_host.grouped_allreduce).
@@ -99,7 +127,7 @@ class GroupedAllreduceOp : public GjKernel {
       g->counts.push_back(static_cast<size_t>(in.NumElements()));
       shapes += (i ? ", " : "") + shape_text(in.shape());
     }
-    Wire w;
+    Wire w = wire_of(kDevice);
     w.op = r_.op;
     w.pre = r_.pre;
     w.post = r_.post;
@@ -111,13 +139,16 @@ class GroupedAllreduceOp : public GjKernel {
     auto rec = std::make_shared<Record>(comm.rank, comm.size, kGrouped, signature_ + ", shapes=[" + shapes + "]",
                                         w, 0);
     const Reduction r = r_;
-    agree_then(ctx, std::move(done), comm, rec, [comm, r, groups](const Record&) {
+    agree_then(ctx, std::move(done), comm, rec, [comm, place, r, groups](const Record&, Later* later) {
       for (const Group& g : *groups) {
-        absl::Status s = run(comm, "gjIgroupedAllReduce", [&](gjRequest_t* q) {
-          return gjIgroupedAllReduce(g.sends.data(), g.recvs.data(), g.counts.data(), static_cast<int>(g.counts.size()),
-                                     static_cast<gjDataType_t>(g.dtype), static_cast<gjRedOp_t>(r.op), r.pre, r.post,
-                                     comm.handle, nullptr, q);
-        });
+        absl::Status s = run(
+            comm, "gjIgroupedAllReduce",
+            [&](gjRequest_t* q) {
+              return gjIgroupedAllReduce(g.sends.data(), g.recvs.data(), g.counts.data(),
+                                         static_cast<int>(g.counts.size()), static_cast<gjDataType_t>(g.dtype),
+                                         static_cast<gjRedOp_t>(r.op), r.pre, r.post, comm.handle, place.stream, q);
+            },
+            place, later);
         if (!s.ok()) return s;
       }
       return absl::OkStatus();
@@ -141,13 +172,15 @@ TensorShape with_rows(const TensorShape& s, int64_t rows) {
   return out;
 }
 
+template <bool kDevice>
 class AllgatherOp : public GjKernel {
  public:
   using GjKernel::GjKernel;
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     Comm comm;
-    if (!this->comm(ctx, done, &comm)) return;
+    if (!GjKernel::comm(ctx, done, &comm)) return;
+    const Place place = place_of<kDevice>(ctx);
     const Tensor* in = &ctx->input(0);
     OP_REQUIRES_ASYNC(ctx, in->dims() > 0,
                       absl::InvalidArgumentError(what_ + ": tensor is a scalar (shape ()); it needs a first dimension "
@@ -156,8 +189,9 @@ class AllgatherOp : public GjKernel {
     TensorShape row_shape = in->shape();
     row_shape.RemoveDim(0);
     auto rec = std::make_shared<Record>(comm.rank, comm.size, kAllgather,
-                                        signature_ + ", row_shape=" + shape_text(row_shape), Wire{}, in->dim_size(0));
-    agree_then(ctx, std::move(done), comm, rec, [ctx, comm, in](const Record& agreed) {
+                                        signature_ + ", row_shape=" + shape_text(row_shape), wire_of(kDevice),
+                                        in->dim_size(0));
+    agree_then(ctx, std::move(done), comm, rec, [ctx, comm, place, in](const Record& agreed, Later* later) {
       std::vector<size_t> counts(static_cast<size_t>(comm.size));
       int64_t rows = 0;
       const int64_t row = row_bytes(*in);
@@ -167,38 +201,49 @@ class AllgatherOp : public GjKernel {
       }
       Tensor* out = nullptr;
       TF_RETURN_IF_ERROR(ctx->allocate_output(0, with_rows(in->shape(), rows), &out));
-      return run(comm, "gjIallGatherV", [&](gjRequest_t* q) {
-        return gjIallGatherV(data_of(*in), data_of(*out), counts.data(), gjUint8, comm.handle, nullptr, q);
-      });
+      return run(
+          comm, "gjIallGatherV",
+          [&](gjRequest_t* q) {
+            return gjIallGatherV(data_of(*in), data_of(*out), counts.data(), gjUint8, comm.handle, place.stream, q);
+          },
+          place, later);
     });
   }
 };
 
+template <bool kDevice>
 class BroadcastOp : public GjKernel {
  public:
   explicit BroadcastOp(OpKernelConstruction* c) : GjKernel(c) { OP_REQUIRES_OK(c, c->GetAttr("root", &root_)); }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     Comm comm;
-    if (!this->comm(ctx, done, &comm)) return;
+    if (!GjKernel::comm(ctx, done, &comm)) return;
+    const Place place = place_of<kDevice>(ctx);
     const Tensor& in = ctx->input(0);
     Tensor* out = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({0}, 0, in.shape(), &out), done);
     const size_t bytes = in.TotalBytes();
     // Only the root's buffer needs the input; the others are written whole by the broadcast.
     if (comm.rank == root_ && data_of(*out) != data_of(in) && bytes > 0) {
-      std::memcpy(data_of(*out), data_of(in), bytes);
+      if (kDevice) {
+        OP_REQUIRES_OK_ASYNC(ctx, device_copy(ctx, data_of(*out), data_of(in), bytes), done);
+      } else {
+        std::memcpy(data_of(*out), data_of(in), bytes);
+      }
     }
-    Wire w;
+    Wire w = wire_of(kDevice);
     w.dtype = gjUint8;
     w.root = root_;
     w.layout = {static_cast<int64_t>(bytes)};
     auto rec = std::make_shared<Record>(comm.rank, comm.size, kBroadcast,
                                         signature_ + ", shape=" + shape_text(in.shape()), w, 0);
     const int root = static_cast<int>(root_);
-    agree_then(ctx, std::move(done), comm, rec, [comm, root, bytes, buf = data_of(*out)](const Record&) {
-      return run(comm, "gjIbroadcast",
-                 [&](gjRequest_t* q) { return gjIbroadcast(buf, bytes, gjUint8, root, comm.handle, nullptr, q); });
+    agree_then(ctx, std::move(done), comm, rec, [comm, place, root, bytes, buf = data_of(*out)](const Record&, Later* later) {
+      return run(
+          comm, "gjIbroadcast",
+          [&](gjRequest_t* q) { return gjIbroadcast(buf, bytes, gjUint8, root, comm.handle, place.stream, q); },
+          place, later);
     });
   }
 
@@ -206,15 +251,17 @@ class BroadcastOp : public GjKernel {
   int64_t root_ = 0;
 };
 
+template <bool kDevice>
 class AlltoallOp : public GjKernel {
  public:
   using GjKernel::GjKernel;
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     Comm comm;
-    if (!this->comm(ctx, done, &comm)) return;
+    if (!GjKernel::comm(ctx, done, &comm)) return;
+    const Place place = place_of<kDevice>(ctx);
     const Tensor* in = &ctx->input(0);
-    const Tensor& given = ctx->input(1);
+    const Tensor& given = ctx->input(1);  // host memory on both devices
     OP_REQUIRES_ASYNC(ctx, in->dims() > 0,
                       absl::InvalidArgumentError(what_ + ": tensor is a scalar (shape ()); it needs a first dimension "
                                                          "to split (reshape it to [1])"),
@@ -249,11 +296,12 @@ class AlltoallOp : public GjKernel {
     TensorShape row_shape = in->shape();
     row_shape.RemoveDim(0);
     auto rec = std::make_shared<Record>(comm.rank, comm.size, kAlltoall,
-                                        signature_ + ", row_shape=" + shape_text(row_shape), Wire{}, 0);
-    agree_then(ctx, std::move(done), comm, rec, [ctx, comm, in, splits](const Record&) {
+                                        signature_ + ", row_shape=" + shape_text(row_shape), wire_of(kDevice), 0);
+    agree_then(ctx, std::move(done), comm, rec, [ctx, comm, place, in, splits](const Record&, Later* later) {
       const size_t n = static_cast<size_t>(comm.size);
       std::vector<int64_t> got(n);
       std::vector<size_t> ones(n, 1);
+      // The counts are host memory on both devices: waited for here (the output's size).
       absl::Status s = run(comm, "gjIallToAllV", [&](gjRequest_t* q) {
         return gjIallToAllV(splits->data(), ones.data(), got.data(), ones.data(), gjInt64, comm.handle, nullptr, q);
       });
@@ -272,10 +320,13 @@ class AlltoallOp : public GjKernel {
       TF_RETURN_IF_ERROR(ctx->allocate_output(1, TensorShape({static_cast<int64_t>(n)}), &received));
       auto r32 = received->flat<int32_t>();
       for (size_t r = 0; r < n; ++r) r32(static_cast<int64_t>(r)) = static_cast<int32_t>(got[r]);
-      return run(comm, "gjIallToAllV", [&](gjRequest_t* q) {
-        return gjIallToAllV(data_of(*in), send_bytes.data(), data_of(*out), recv_bytes.data(), gjUint8, comm.handle,
-                            nullptr, q);
-      });
+      return run(
+          comm, "gjIallToAllV",
+          [&](gjRequest_t* q) {
+            return gjIallToAllV(data_of(*in), send_bytes.data(), data_of(*out), recv_bytes.data(), gjUint8,
+                                comm.handle, place.stream, q);
+          },
+          place, later);
     });
   }
 };
@@ -287,13 +338,15 @@ std::vector<int64_t> scatter_rows(int64_t rows, int n) {
   return out;
 }
 
+template <bool kDevice>
 class ReducescatterOp : public GjKernel {
  public:
   explicit ReducescatterOp(OpKernelConstruction* c) : GjKernel(c), r_(c) {}
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     Comm comm;
-    if (!this->comm(ctx, done, &comm)) return;
+    if (!GjKernel::comm(ctx, done, &comm)) return;
+    const Place place = place_of<kDevice>(ctx);
     OpInputList ins;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->input_list("tensors", &ins), done);
     struct Call {
@@ -323,14 +376,17 @@ class ReducescatterOp : public GjKernel {
       shapes += (i ? ", " : "") + shape_text(in.shape());
     }
     auto rec = std::make_shared<Record>(comm.rank, comm.size, kReducescatter,
-                                        signature_ + ", shapes=[" + shapes + "]", Wire{}, 0);
+                                        signature_ + ", shapes=[" + shapes + "]", wire_of(kDevice), 0);
     const Reduction r = r_;
-    agree_then(ctx, std::move(done), comm, rec, [comm, r, calls](const Record&) {
+    agree_then(ctx, std::move(done), comm, rec, [comm, place, r, calls](const Record&, Later* later) {
       for (const Call& c : *calls) {
-        absl::Status s = run(comm, "gjIreduceScatter", [&](gjRequest_t* q) {
-          return gjIreduceScatter(c.send, c.recv, c.counts.data(), static_cast<gjDataType_t>(c.dtype),
-                                  static_cast<gjRedOp_t>(r.op), r.pre, r.post, comm.handle, nullptr, q);
-        });
+        absl::Status s = run(
+            comm, "gjIreduceScatter",
+            [&](gjRequest_t* q) {
+              return gjIreduceScatter(c.send, c.recv, c.counts.data(), static_cast<gjDataType_t>(c.dtype),
+                                      static_cast<gjRedOp_t>(r.op), r.pre, r.post, comm.handle, place.stream, q);
+            },
+            place, later);
         if (!s.ok()) return s;
       }
       return absl::OkStatus();
@@ -341,12 +397,18 @@ class ReducescatterOp : public GjKernel {
   Reduction r_;
 };
 
-REGISTER_KERNEL_BUILDER(Name("GjAllreduce").Device(DEVICE_CPU), AllreduceOp);
-REGISTER_KERNEL_BUILDER(Name("GjGroupedAllreduce").Device(DEVICE_CPU), GroupedAllreduceOp);
-REGISTER_KERNEL_BUILDER(Name("GjAllgather").Device(DEVICE_CPU), AllgatherOp);
-REGISTER_KERNEL_BUILDER(Name("GjBroadcast").Device(DEVICE_CPU), BroadcastOp);
-REGISTER_KERNEL_BUILDER(Name("GjAlltoall").Device(DEVICE_CPU), AlltoallOp);
-REGISTER_KERNEL_BUILDER(Name("GjReducescatter").Device(DEVICE_CPU), ReducescatterOp);
+#define GJ_REGISTER(NAME, KERNEL)                                              \
+  REGISTER_KERNEL_BUILDER(Name(NAME).Device(DEVICE_CPU), KERNEL<false>); \
+  REGISTER_KERNEL_BUILDER(Name(NAME).Device(DEVICE_GPU), KERNEL<true>)
+
+GJ_REGISTER("GjAllreduce", AllreduceOp);
+GJ_REGISTER("GjGroupedAllreduce", GroupedAllreduceOp);
+GJ_REGISTER("GjAllgather", AllgatherOp);
+GJ_REGISTER("GjBroadcast", BroadcastOp);
+GJ_REGISTER("GjReducescatter", ReducescatterOp);
+REGISTER_KERNEL_BUILDER(Name("GjAlltoall").Device(DEVICE_CPU), AlltoallOp<false>);
+REGISTER_KERNEL_BUILDER(Name("GjAlltoall").Device(DEVICE_GPU).HostMemory("splits").HostMemory("received_splits"),
+                        AlltoallOp<true>);
 
 }  // namespace
 }  // namespace gj_tf
