@@ -77,7 +77,7 @@ CC=clang CXX=clang++ cmake -S "${GJ_HARDENING_SOURCE_DIR:-.}" -B "$build" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGJ_SANITIZE=ON -DGJ_FUZZ=ON \
   -DGJ_WITH_CUDA=OFF -DGJ_WITH_NCCL=OFF \
-  -DGJ_BUILD_BENCH=OFF -DGJ_WITH_TF_STATUS_OP=OFF
+  -DGJ_BUILD_BENCH=OFF -DGJ_WITH_TF_OPS=OFF
 
 echo "== hardening: build"
 targets=()
