@@ -332,7 +332,7 @@ def _describe(fields):
 
 
 def _adasum_wire(fields):
-    """adasum.py's call (the fields of mpi_ops._sig): its host data request's dtype and count."""
+    """adasum.py's call (the fields of _tensor.signature): its host data request's dtype and count."""
     f = dict(fields)
     dtype = DTYPE_CODES.get(f.get("dtype"), 0)
     count = 1

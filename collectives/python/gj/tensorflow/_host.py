@@ -15,13 +15,9 @@ from .. import _lib
 from ..common import control, state
 from ..common import timeline as _timeline
 from ..common.agreement import Wire, agree, refuse
-from ..common.exceptions import HorovodInternalError, translated
+from ..common.exceptions import translated
 from ..common.process_sets import comm_of, registered
-
-# Horovod's ReduceOp values.
-Average, Sum, Adasum, Min, Max, Product = 0, 1, 2, 3, 4, 5
-OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max", Product: "Product"}
-GJ_OPS = {Average: _lib.AVG, Sum: _lib.SUM, Min: _lib.MIN, Max: _lib.MAX, Product: _lib.PROD}
+from ..common.reduce_ops import OP_NAMES, Adasum, adasum_refused, library_op
 
 # numpy dtype name -> the library's dtype code, for reductions (bfloat16 is ml_dtypes', TF's).
 REDUCIBLE = {"float32": _lib.FLOAT32, "float64": _lib.FLOAT64, "float16": _lib.FLOAT16,
@@ -59,11 +55,7 @@ def narrowed(out, dtype):
 
 def gj_op(op, what):
     """Horovod's op (an int) checked -> (op, the library's op or None for Adasum)."""
-    if op == Adasum:
-        return op, None
-    if op not in GJ_OPS:
-        raise ValueError(f"{what}: op={op!r} is not one of {', '.join(OP_NAMES[o] for o in OP_NAMES)}")
-    return op, GJ_OPS[op]
+    return op, (None if op == Adasum else library_op(op, what))
 
 
 def _ptr(a):
@@ -210,9 +202,7 @@ def grouped_reducescatter(arrays, op, pre, post, process_set, what="grouped_redu
     codes = [reduce_code(a, what, f"tensors[{i}]") for i, a in enumerate(arrays)]
     op, lib_op = gj_op(op, what)
     if op == Adasum:
-        raise HorovodInternalError.disagreement(
-            what, "op=Adasum combines whole tensors and is supported by allreduce and grouped_allreduce only "
-            "(as Horovod); use op=Average or op=Sum")
+        raise adasum_refused(what)
     for a in arrays:
         _rows_and_row_bytes(a, what)
     fields = (("call", "reducescatter"), ("tensors", tuple(_sig(a) for a in arrays)), ("op", OP_NAMES[op]),

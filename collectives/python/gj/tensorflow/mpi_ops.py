@@ -28,9 +28,9 @@ from . import _basics, _host, _ops
 from .exceptions import TensorFlowHorovodInternalError, TensorFlowInvalidArgumentError, translated
 from ._basics import global_process_set
 from .compression import Compression
+from ..common.reduce_ops import Adasum, Average, Max, Min, Product, Sum  # noqa: F401 (Horovod's API)
+from ..common.reduce_ops import adasum_refused, factors as _factors, resolve as _resolve
 
-Average, Sum, Adasum, Min, Max, Product = (_host.Average, _host.Sum, _host.Adasum, _host.Min, _host.Max,
-                                           _host.Product)
 _names = itertools.count()
 
 
@@ -194,24 +194,6 @@ def _in_order(make):
     return outs
 
 
-def _op_of(op, average, what):
-    if op is not None and average is not None:
-        raise ValueError(f"{what}: pass op= or the deprecated average=, not both (op={op!r}, average={average!r})")
-    if average is not None:
-        op = Average if average else Sum
-    if op is None:
-        op = Average
-    return _host.gj_op(op, what)[0]
-
-
-def _factors(prescale_factor, postscale_factor, what):
-    try:
-        return float(prescale_factor), float(postscale_factor)
-    except (TypeError, ValueError):
-        raise TypeError(f"{what}: prescale_factor={prescale_factor!r} and postscale_factor="
-                        f"{postscale_factor!r} must be numbers") from None
-
-
 def _ps(process_set, what):
     return _basics.registered(process_set, what)
 
@@ -251,7 +233,7 @@ def allreduce(tensor, average=None, device_dense='', device_sparse='', compressi
     """tensor reduced over the process set (default op Average); an IndexedSlices is allgathered
     (values and indices), as Horovod does. Differentiable."""
     what = "allreduce"
-    op = _op_of(op, average, what)
+    op = _resolve(op, average, what)
     _ps(process_set, what)
     if isinstance(tensor, tf.IndexedSlices):
         if op == Adasum:
@@ -309,7 +291,7 @@ def grouped_allreduce(tensors, average=None, device_dense='', device_sparse='', 
     """allreduce of every tensor of the list in one agreement and one library call per dtype (one
     graph op). Differentiable."""
     what = "grouped_allreduce"
-    op = _op_of(op, average, what)
+    op = _resolve(op, average, what)
     pre, post = _factors(prescale_factor, postscale_factor, what)
     _ps(process_set, what)
     tensors = list(tensors)
@@ -499,11 +481,9 @@ def grouped_reducescatter(tensors, device_dense='', compression=Compression.none
                           process_set=global_process_set, ignore_name_scope=False, prescale_factor=1.0,
                           postscale_factor=1.0, name=None, what="grouped_reducescatter"):
     """reducescatter of every tensor of the list in one graph op. Differentiable."""
-    op = _op_of(op, None, what)
+    op = _resolve(op, None, what)
     if op == Adasum:
-        raise TensorFlowHorovodInternalError.of(HorovodInternalError.disagreement(
-            what, "op=Adasum combines whole tensors and is supported by allreduce and grouped_allreduce only "
-            "(as Horovod); use op=Average or op=Sum"))
+        raise TensorFlowHorovodInternalError.of(adasum_refused(what))
     pre, post = _factors(prescale_factor, postscale_factor, what)
     _ps(process_set, what)
     tensors = [as_tensor(t, what, f"tensors[{i}]") for i, t in enumerate(tensors)]

@@ -20,6 +20,11 @@ REDUCIBLE = [d for d, c in DTYPES.items() if c < _lib.NUM_REDUCIBLE]
 _agreement.DTYPE_CODES.update({str(d): c for d, c in DTYPES.items()})
 
 
+def signature(tensor):
+    """What a blocking call's agreement compares of a tensor argument (gj/common/agreement.py)."""
+    return (("dtype", str(tensor.dtype)), ("shape", tuple(tensor.shape)), ("device", tensor.device.type))
+
+
 def check_tensor(tensor, what, name="tensor", reduce=False):
     """Validates a tensor argument; returns its gj dtype code."""
     if not isinstance(tensor, torch.Tensor):

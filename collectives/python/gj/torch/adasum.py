@@ -19,9 +19,10 @@ from contextlib import contextmanager
 import torch
 
 from .. import _lib
-from . import mpi_ops
-from ._basics import global_process_set
-from ._tensor import check_tensor, ptr, require_contiguous
+from ..common.agreement import start
+from ..common.handles import _handles, _new_handle, synchronize
+from ._basics import comm_of, global_process_set
+from ._tensor import check_tensor, ptr, require_contiguous, signature
 from .compression import Compression
 
 _FLOATS = (_lib.FLOAT32, _lib.FLOAT64, _lib.FLOAT16, _lib.BFLOAT16)
@@ -33,7 +34,7 @@ def _power_of_two(n):
 
 def adasum_async(tensor, output, pre, post, process_set, what, asynchronous=True):
     """Starts the Adasum of tensor into output (may be tensor); a gj.torch handle."""
-    comm = mpi_ops._comm(process_set, what)
+    comm = comm_of(process_set, what)
     code = check_tensor(tensor, what, reduce=True)
     if code not in _FLOATS:
         raise TypeError(f"{what}: op=Adasum combines floating tensors (float32, float64, float16, bfloat16); "
@@ -45,8 +46,8 @@ def adasum_async(tensor, output, pre, post, process_set, what, asynchronous=True
     work = tensor.detach().to("cpu", copy=True).contiguous()
     if pre != 1.0:
         work.mul_(pre)
-    fields = (("call", "allreduce"),) + mpi_ops._sig(tensor) + (("op", "Adasum"), ("prescale", pre),
-                                                               ("postscale", post))
+    fields = (("call", "allreduce"),) + signature(tensor) + (("op", "Adasum"), ("prescale", pre),
+                                                             ("postscale", post))
 
     def run(nb):
         return comm.adasum(ptr(work), ptr(work), work.numel(), code, nonblocking=nb)
@@ -58,16 +59,16 @@ def adasum_async(tensor, output, pre, post, process_set, what, asynchronous=True
             output.copy_(work)
         return output
 
-    reqs = mpi_ops._start(comm, what, fields, run, asynchronous)
-    return mpi_ops._new_handle(reqs, finish, (tensor, output, work))
+    reqs = start(comm, what, fields, run, asynchronous)
+    return _new_handle(reqs, finish, (tensor, output, work))
 
 
 def grouped_adasum_async(tensors, outputs, pre, post, process_set, what, asynchronous=True):
     """One Adasum per tensor (each tensor its own coefficients, as Horovod's per-layer ones)."""
     handles = [adasum_async(t, o, pre, post, process_set, what, asynchronous) for t, o in zip(tensors, outputs)]
-    reqs = [r for h in handles for r in mpi_ops._handles[h].requests]
-    finishers = [mpi_ops._handles.pop(h) for h in handles]
-    return mpi_ops._new_handle(reqs, lambda: [f.finish() for f in finishers], finishers)
+    reqs = [r for h in handles for r in _handles[h].requests]
+    finishers = [_handles.pop(h) for h in handles]
+    return _new_handle(reqs, lambda: [f.finish() for f in finishers], finishers)
 
 
 class _DistributedAdasumOptimizer(torch.optim.Optimizer):
@@ -160,7 +161,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
             handle, ctx, compressed = self._handles[p]
             if handle is None:
                 handle, ctx, compressed = self._start_delta(p)
-            delta = self._compression.decompress(mpi_ops.synchronize(handle), ctx)
+            delta = self._compression.decompress(synchronize(handle), ctx)
             with torch.no_grad():
                 p.copy_(self._start_values[p] + delta)
             self._delay[p] = self.backward_passes_per_step
@@ -182,7 +183,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
 
 def distributed_adasum_optimizer(optimizer, named_parameters=None, compression=Compression.none,
                                  backward_passes_per_step=1, process_set=global_process_set):
-    size = mpi_ops._comm(process_set, "DistributedOptimizer(op=Adasum)").size
+    size = comm_of(process_set, "DistributedOptimizer(op=Adasum)").size
     if not _power_of_two(size):
         raise NotImplementedError(f"DistributedOptimizer(op=Adasum) runs on a power-of-two number of ranks (as "
                                   f"Horovod's); the process set has {size}")

@@ -15,8 +15,6 @@ HorovodInternalError (a RuntimeError) on every rank instead of hanging:
 root_rank is a global rank, also in a process set (Horovod's numbering).
 """
 
-import warnings
-
 import torch
 
 from .. import _lib
@@ -27,59 +25,34 @@ from ..common.agreement import Wire, agree, start as _start
 from ._basics import global_process_set
 from ..common.handles import (_claim_name, _handles, _new_handle, _pop, note_barrier as _note_barrier,  # noqa: F401
                               poll, synchronize)  # (poll: API)
-from ._tensor import check_tensor, ptr, require_contiguous, same_device, stream
+from ._tensor import check_tensor, ptr, require_contiguous, same_device, signature, stream
 from .compression import Compression
-from ..common.exceptions import HorovodInternalError, translated as _call
-
-# Horovod's ReduceOp values.
-Average, Sum, Adasum, Min, Max, Product = 0, 1, 2, 3, 4, 5
-_OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max", Product: "Product"}
-_GJ_OPS = {Average: _lib.AVG, Sum: _lib.SUM, Min: _lib.MIN, Max: _lib.MAX, Product: _lib.PROD}
+from ..common.exceptions import translated as _call
+from ..common import reduce_ops as _reduce_ops
+from ..common.reduce_ops import OP_NAMES, factors, library_op
+from ..common.reduce_ops import Adasum, Average, Max, Min, Product, Sum  # noqa: F401 (Horovod's API)
+from . import adasum
 
 
 def resolve_op(op, average, what):
-    """Horovod's op / deprecated average= keyword -> a gj op code."""
-    if op is not None and average is not None:
-        raise ValueError(f"{what}: pass op= or the deprecated average=, not both (op={op!r}, average={average!r})")
-    if average is not None:
-        warnings.warn("average= is deprecated; use op=gj.torch.Average or op=gj.torch.Sum",
-                      DeprecationWarning, stacklevel=3)
-        op = Average if average else Sum
-    if op is None:
-        op = Average
+    """Horovod's op / deprecated average= keyword -> a checked op (Adasum for allreduce only)."""
+    op = _reduce_ops.resolve(op, average, what, deprecation_hint="gj.torch")
     if op == Adasum:
         if what.startswith(("allreduce", "grouped_allreduce")):
             return op  # gj/torch/adasum.py
-        # Horovod's core refuses it (a HorovodInternalError), not its Python argument checks.
-        raise HorovodInternalError.disagreement(
-            what, f"op=Adasum combines whole tensors and is supported by allreduce and grouped_allreduce "
-            "only (as Horovod); use op=Average or op=Sum")
-    if op not in _GJ_OPS:
-        raise ValueError(f"{what}: op={op!r} is not one of {', '.join(_OP_NAMES[o] for o in _GJ_OPS)}")
+        raise _reduce_ops.adasum_refused(what)
     return op
-
-
-def _sig(tensor):
-    return (("dtype", str(tensor.dtype)), ("shape", tuple(tensor.shape)), ("device", tensor.device.type))
 
 
 def _comm(process_set, what):
     return _basics.comm_of(process_set, what)
 
 
-def _factors(prescale_factor, postscale_factor, what):
-    try:
-        return float(prescale_factor), float(postscale_factor)
-    except (TypeError, ValueError):
-        raise TypeError(f"{what}: prescale_factor={prescale_factor!r} and postscale_factor="
-                        f"{postscale_factor!r} must be numbers") from None
-
-
 def _reduction_input(tensor, op, average, prescale_factor, postscale_factor, compression, what):
     """The checked arguments of a reducing call on one tensor: (op, pre, post, compressed
     tensor, compression context, whether autograd records the call)."""
     op = resolve_op(op, average, what)
-    pre, post = _factors(prescale_factor, postscale_factor, what)
+    pre, post = factors(prescale_factor, postscale_factor, what)
     check_tensor(tensor, what, reduce=True)
     compressed, ctx = compression.compress(tensor)
     return op, pre, post, compressed, ctx, compressed.requires_grad and torch.is_grad_enabled()
@@ -88,20 +61,19 @@ def _reduction_input(tensor, op, average, prescale_factor, postscale_factor, com
 # ---- allreduce -------------------------------------------------------------------------------
 def _allreduce_async(tensor, output, op, prescale, postscale, process_set, what, asynchronous=True, name=None):
     if op == Adasum:
-        from . import adasum
         return adasum.adasum_async(tensor, output, prescale, postscale, process_set, what, asynchronous)
     comm = _comm(process_set, what)
     key = _claim_name(name, process_set, what)
     code = check_tensor(tensor, what, reduce=True)
     require_contiguous(tensor, what)
-    fields = (("call", "allreduce"),) + _sig(tensor) + (("op", _OP_NAMES[op]), ("prescale", prescale),
+    fields = (("call", "allreduce"),) + signature(tensor) + (("op", OP_NAMES[op]), ("prescale", prescale),
                                                        ("postscale", postscale))
 
     def run(nb):
-        return comm.allreduce(ptr(tensor), ptr(output), tensor.numel(), code, _GJ_OPS[op], prescale,
+        return comm.allreduce(ptr(tensor), ptr(output), tensor.numel(), code, library_op(op, what), prescale,
                               postscale, stream(tensor), nonblocking=nb)
 
-    wire = Wire(code, _GJ_OPS[op], prescale, postscale, device=tensor.device.type, layout=[tensor.numel()])
+    wire = Wire(code, library_op(op, what), prescale, postscale, device=tensor.device.type, layout=[tensor.numel()])
     reqs = _start(comm, what, fields, run, asynchronous, wire)
     _streams.keep_alive([tensor, output], _streams.current(tensor))
     return _new_handle(reqs, lambda: output, (tensor, output), key)
@@ -112,7 +84,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
                     process_set=global_process_set):
     """Starts reducing tensor across the process set into a new tensor; returns a handle."""
     op = resolve_op(op, average, "allreduce_async")
-    pre, post = _factors(prescale_factor, postscale_factor, "allreduce_async")
+    pre, post = factors(prescale_factor, postscale_factor, "allreduce_async")
     check_tensor(tensor, "allreduce_async", reduce=True)
     tensor = tensor.contiguous()
     return _allreduce_async(tensor, torch.empty_like(tensor), op, pre, post, process_set, "allreduce_async",
@@ -124,7 +96,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
                      process_set=global_process_set):
     """Starts reducing tensor in place; returns a handle."""
     op = resolve_op(op, average, "allreduce_async_")
-    pre, post = _factors(prescale_factor, postscale_factor, "allreduce_async_")
+    pre, post = factors(prescale_factor, postscale_factor, "allreduce_async_")
     return _allreduce_async(tensor, tensor, op, pre, post, process_set, "allreduce_async_", name=name)
 
 
@@ -168,13 +140,12 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, po
                process_set=global_process_set):
     """Reduces tensor in place across the process set and returns it."""
     op = resolve_op(op, average, "allreduce_")
-    pre, post = _factors(prescale_factor, postscale_factor, "allreduce_")
+    pre, post = factors(prescale_factor, postscale_factor, "allreduce_")
     return _allreduce_now(tensor, tensor, op, pre, post, process_set, "allreduce_", name)
 
 
 def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchronous=True, name=None):
     if op == Adasum:
-        from . import adasum
         return adasum.grouped_adasum_async(list(tensors), list(outputs), pre, post, process_set, what, asynchronous)
     comm = _comm(process_set, what)
     key = _claim_name(name, process_set, what)
@@ -185,20 +156,20 @@ def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchron
     for i, t in enumerate(tensors):
         require_contiguous(t, what, f"tensors[{i}]")
     same_device(tensors, what)
-    fields = (("call", "grouped_allreduce"), ("op", _OP_NAMES[op]), ("prescale", pre), ("postscale", post),
-              ("tensors", tuple(_sig(t) for t in tensors)))
+    fields = (("call", "grouped_allreduce"), ("op", OP_NAMES[op]), ("prescale", pre), ("postscale", post),
+              ("tensors", tuple(signature(t) for t in tensors)))
     by_dtype = {}
     for i, c in enumerate(codes):
         by_dtype.setdefault(c, []).append(i)
 
     def run(nb):
         return [comm.grouped_allreduce([ptr(tensors[i]) for i in idx], [ptr(outputs[i]) for i in idx],
-                                       [tensors[i].numel() for i in idx], c, _GJ_OPS[op], pre, post,
+                                       [tensors[i].numel() for i in idx], c, library_op(op, what), pre, post,
                                        stream(tensors[idx[0]]), nonblocking=nb)
                 for c, idx in by_dtype.items()]
 
     layout = [x for c, idx in by_dtype.items() for x in [c, len(idx)] + [tensors[i].numel() for i in idx]]
-    wire = Wire(op=_GJ_OPS[op], pre=pre, post=post, device=tensors[0].device.type, layout=layout)
+    wire = Wire(op=library_op(op, what), pre=pre, post=post, device=tensors[0].device.type, layout=layout)
     reqs = _start(comm, what, fields, run, asynchronous, wire)
     _streams.keep_alive(tensors + outputs, _streams.current(tensors[0]))
     return _new_handle(reqs, lambda: outputs, (tensors, outputs), key)
@@ -208,7 +179,7 @@ def _grouped_async(tensors, outputs, op, pre, post, process_set, what, asynchron
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set):
     op = resolve_op(op, average, "grouped_allreduce_async")
-    pre, post = _factors(prescale_factor, postscale_factor, "grouped_allreduce_async")
+    pre, post = factors(prescale_factor, postscale_factor, "grouped_allreduce_async")
     tensors = [t.contiguous() for t in tensors]
     return _grouped_async(tensors, [torch.empty_like(t) for t in tensors], op, pre, post, process_set,
                           "grouped_allreduce_async", name=name)
@@ -218,7 +189,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set):
     op = resolve_op(op, average, "grouped_allreduce_async_")
-    pre, post = _factors(prescale_factor, postscale_factor, "grouped_allreduce_async_")
+    pre, post = factors(prescale_factor, postscale_factor, "grouped_allreduce_async_")
     tensors = list(tensors)
     return _grouped_async(tensors, tensors, op, pre, post, process_set, "grouped_allreduce_async_", name=name)
 
@@ -228,7 +199,7 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """New tensors: each of tensors reduced across the process set, fused per dtype."""
     op = resolve_op(op, average, "grouped_allreduce")
-    pre, post = _factors(prescale_factor, postscale_factor, "grouped_allreduce")
+    pre, post = factors(prescale_factor, postscale_factor, "grouped_allreduce")
     tensors = list(tensors)
     if any(t.requires_grad for t in tensors) and torch.is_grad_enabled():
         return [allreduce(t, compression=compression, op=op, prescale_factor=pre, postscale_factor=post,
@@ -244,7 +215,7 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                        postscale_factor=1.0, process_set=global_process_set):
     op = resolve_op(op, average, "grouped_allreduce_")
-    pre, post = _factors(prescale_factor, postscale_factor, "grouped_allreduce_")
+    pre, post = factors(prescale_factor, postscale_factor, "grouped_allreduce_")
     tensors = list(tensors)
     return synchronize(_grouped_async(tensors, tensors, op, pre, post, process_set, "grouped_allreduce_",
                                       asynchronous=False))
@@ -270,7 +241,7 @@ def _broadcast_async(tensor, output, root_rank, process_set, what, asynchronous=
         # Only the root's output needs the input: every other rank's output is written whole by
         # the broadcast, and a copy into it would only fault in and fill 1x the tensor's pages.
         output.copy_(tensor)
-    fields = (("call", "broadcast"),) + _sig(tensor) + (("root_rank", root_rank),)
+    fields = (("call", "broadcast"),) + signature(tensor) + (("root_rank", root_rank),)
 
     def run(nb):
         return comm.broadcast(ptr(output), output.numel() * output.element_size(), _lib.UINT8, root,
@@ -466,7 +437,7 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
                         f"{type(tensor).__name__ if not isinstance(tensor, torch.Tensor) else tensor.layout}")
     op = resolve_op(op, None, "sparse_allreduce_async")
     if op not in (Average, Sum):
-        raise ValueError(f"sparse_allreduce_async: op={_OP_NAMES[op]} is not Average or Sum")
+        raise ValueError(f"sparse_allreduce_async: op={OP_NAMES[op]} is not Average or Sum")
     size = _comm(process_set, "sparse_allreduce_async").size
     # allgather concatenates along dimension 0: indices travel as (nnz, ndim).
     indices = allgather_async(tensor._indices().t().contiguous(), name=None if name is None else f"{name}.indices",
@@ -500,14 +471,14 @@ def _reducescatter_async(tensor, op, pre, post, process_set, what, asynchronous=
     rows = _split_rows(tensor.shape[0], comm.size)
     row = int(torch.Size(tensor.shape[1:]).numel())
     out = tensor.new_empty((rows[comm.rank],) + tuple(tensor.shape[1:]))
-    fields = (("call", "reducescatter"),) + _sig(tensor) + (("op", _OP_NAMES[op]), ("prescale", pre),
+    fields = (("call", "reducescatter"),) + signature(tensor) + (("op", OP_NAMES[op]), ("prescale", pre),
                                                            ("postscale", post))
 
     def run(nb):
-        return comm.reducescatter(ptr(tensor), ptr(out), [r * row for r in rows], code, _GJ_OPS[op], pre,
+        return comm.reducescatter(ptr(tensor), ptr(out), [r * row for r in rows], code, library_op(op, what), pre,
                                   post, stream(tensor), nonblocking=nb)
 
-    wire = Wire(code, _GJ_OPS[op], pre, post, device=tensor.device.type, layout=[tensor.shape[0], row])
+    wire = Wire(code, library_op(op, what), pre, post, device=tensor.device.type, layout=[tensor.shape[0], row])
     reqs = _start(comm, what, fields, run, asynchronous, wire)
     _streams.keep_alive([tensor, out], _streams.current(tensor))
     return _new_handle(reqs, lambda: out, (tensor, out), key)
@@ -517,7 +488,7 @@ def _reducescatter_async(tensor, op, pre, post, process_set, what, asynchronous=
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set, prescale_factor=1.0,
                         postscale_factor=1.0):
     op = resolve_op(op, None, "reducescatter_async")
-    pre, post = _factors(prescale_factor, postscale_factor, "reducescatter_async")
+    pre, post = factors(prescale_factor, postscale_factor, "reducescatter_async")
     return _reducescatter_async(tensor, op, pre, post, process_set, "reducescatter_async", name=name)
 
 
@@ -592,7 +563,7 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=A
     """reducescatter of each of tensors (a list). Differentiable."""
     tensors = list(tensors)
     op = resolve_op(op, None, "grouped_reducescatter")
-    pre, post = _factors(prescale_factor, postscale_factor, "grouped_reducescatter")
+    pre, post = factors(prescale_factor, postscale_factor, "grouped_reducescatter")
     packed = [compression.compress(t) for t in tensors]
     wires = [w for w, _ in packed]
     for i, w in enumerate(wires):

@@ -44,6 +44,7 @@ from ..common.buckets import DEFAULT_BUCKET_BYTES, plan_buckets
 from ._tensor import check_tensor, ptr, stream
 from .compression import Compression
 from ..common.exceptions import HorovodInternalError
+from ..common.reduce_ops import library_op
 
 BUCKET_BYTES_ENV = "GJ_TORCH_BUCKET_BYTES"
 
@@ -79,7 +80,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if gradient_predivide_factor <= 0:
             raise ValueError(f"{what}: gradient_predivide_factor={gradient_predivide_factor} must be > 0")
         self.gradient_predivide_factor = gradient_predivide_factor
-        self._op = mpi_ops._GJ_OPS[op]
+        self._op = library_op(op, what)
         self._prescale = 1.0 / gradient_predivide_factor
         self._postscale = float(gradient_predivide_factor)
 
