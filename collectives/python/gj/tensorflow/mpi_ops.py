@@ -22,6 +22,7 @@ import struct
 import numpy as np
 import tensorflow as tf
 
+from .. import _lib
 from ..common import timeline as _timeline
 from ..common.exceptions import HorovodInternalError
 from . import _basics, _host, _ops
@@ -29,7 +30,7 @@ from .exceptions import TensorFlowHorovodInternalError, TensorFlowInvalidArgumen
 from ._basics import global_process_set
 from .compression import Compression
 from ..common.reduce_ops import Adasum, Average, Max, Min, Product, Sum  # noqa: F401 (Horovod's API)
-from ..common.reduce_ops import adasum_refused, factors as _factors, resolve as _resolve
+from ..common.reduce_ops import OP_NAMES, adasum_refused, factors as _factors, library_op, resolve as _resolve
 
 _names = itertools.count()
 
@@ -140,7 +141,7 @@ def _compiled_here(what, operation, compiled, inputs):
             return list(compiled(*inputs, name=None))
         except tf.errors.FailedPreconditionError as e:
             message = _EAGER_SUFFIX.sub("", e.message)
-            raise TensorFlowHorovodInternalError.of(HorovodInternalError(what, _INVALID_USAGE, "")).reworded(
+            raise TensorFlowHorovodInternalError.of(HorovodInternalError(what, _lib.INVALID_USAGE, "")).reworded(
                 message) from None
         except tf.errors.InvalidArgumentError as e:
             raise TensorFlowInvalidArgumentError(_EAGER_SUFFIX.sub("", e.message)) from None
@@ -148,9 +149,6 @@ def _compiled_here(what, operation, compiled, inputs):
     _basics.require_init(what)
     op_name = f"Gj{operation.title().replace('_', '')}_{next(_names)}"
     return _in_order(lambda: list(compiled(*inputs, name=op_name)))
-
-
-_INVALID_USAGE = 2  # gjInvalidUsage: the code of a disagreement (HorovodInternalError.disagreement)
 
 
 def _bits(x):
@@ -171,7 +169,7 @@ def _narrow(y, back):
 
 
 def _reduce_signature(call, xs, op, pre, post):
-    return (f"call={call}, dtypes=({', '.join(x.dtype.name for x in xs)}), op={_host.OP_NAMES[op]}, "
+    return (f"call={call}, dtypes=({', '.join(x.dtype.name for x in xs)}), op={OP_NAMES[op]}, "
             f"prescale={pre!r}, postscale={post!r}")
 
 
@@ -220,7 +218,7 @@ def _allreduce(tensor, op=Sum, prescale_factor=1.0, postscale_factor=1.0, name=N
 def _allreduce_op(op, pre, post, process_set, what):
     def make(x, name):
         x, back = _widen(x)
-        y = _ops.module().gj_allreduce(x, reduce_op=_host.GJ_OPS[op], prescale=_bits(pre), postscale=_bits(post),
+        y = _ops.module().gj_allreduce(x, reduce_op=library_op(op, what), prescale=_bits(pre), postscale=_bits(post),
                                        process_set_id=_ops.bind(process_set, what), what=what, name=name,
                                        signature=_reduce_signature("allreduce", [x], op, pre, post))
         return [_narrow(y, back)]
@@ -278,7 +276,7 @@ def _grouped_op(kernel, call, op, pre, post, process_set, what):
     def make(*xs, name):
         wide = [_widen(x) for x in xs]
         ys = getattr(_ops.module(), kernel)(
-            [w for w, _ in wide], reduce_op=_host.GJ_OPS[op], prescale=_bits(pre), postscale=_bits(post),
+            [w for w, _ in wide], reduce_op=library_op(op, what), prescale=_bits(pre), postscale=_bits(post),
             process_set_id=_ops.bind(process_set, what), what=what, name=name,
             signature=_reduce_signature(call, [w for w, _ in wide], op, pre, post))
         return [_narrow(y, back) for y, (_, back) in zip(ys, wide)]
