@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "tensorflow/core/platform/logging.h"
 #include "worker.h"
 
 namespace gj_tf {
@@ -36,15 +35,7 @@ void* data_of(const Tensor& t) {
   return t.NumElements() == 0 ? nullptr : const_cast<char*>(t.tensor_data().data());
 }
 
-absl::Status run(const Comm& comm, const char* call, const std::function<gjResult_t(gjRequest_t*)>& issue,
-                 const Place& place, Later* later) {
-  gjRequest_t request = nullptr;
-  gjResult_t rc = issue(&request);
-  if (rc == gjSuccess && place.device && later != nullptr) {
-    later->push_back(request);
-    return absl::OkStatus();
-  }
-  if (rc == gjSuccess) rc = gjWait(request);
+absl::Status checked(const Comm& comm, const char* call, gjResult_t rc) {
   if (rc != gjSuccess) return absl::FailedPreconditionError(library_error(call, rc, comm.handle));
   return absl::OkStatus();
 }
@@ -81,49 +72,25 @@ absl::Status layout_record(const Comm& comm, const Record& rec) {
 }  // namespace
 
 void GjKernel::agree_then(OpKernelContext* ctx, DoneCallback done, const Comm& comm, std::shared_ptr<Record> rec,
-                          std::function<absl::Status(const Record&, Later*)> then, bool regardless) {
-  // The record's wire form is agreement.py's blocking record: one allreduce, never fused (a
-  // one-tensor grouped call is not fusible and, with the check off, runs nothing before it).
-  gjCommSetCheck(comm.handle, 0);
-  const void* send = rec->data();
-  void* recv = rec->data();
-  const size_t count = rec->count();
-  gjRequest_t request = nullptr;
-  const gjResult_t rc =
-      gjIgroupedAllReduce(&send, &recv, &count, 1, gjInt64, gjMax, 1.0, 1.0, comm.handle, nullptr, &request);
-  if (rc != gjSuccess) {
-    ctx->SetStatus(absl::FailedPreconditionError(library_error("gjIgroupedAllReduce", rc, comm.handle)));
-    done();
-    return;
-  }
+                          std::function<absl::Status(const Record&)> then, bool regardless) {
   const std::string what = what_;
-  post(comm.handle, [ctx, done = std::move(done), comm, rec, request, what, then = std::move(then), regardless] {
+  post(comm.handle, [ctx, done = std::move(done), comm, rec, what, then = std::move(then), regardless] {
+    // agreement.agree(): the record with the library's check off (the record is the check), one
+    // plain allreduce; the data calls after it run unchecked too, as the Python path's do.
+    gjCommSetCheck(comm.handle, 0);
+    const gjResult_t rc = gjAllReduce(rec->data(), rec->data(), rec->count(), gjInt64, gjMax, comm.handle, nullptr);
     absl::Status s;
-    Later later;
-    const gjResult_t waited = gjWait(request);
     if (regardless) {
-      s = then(*rec, &later);
-    } else if (waited != gjSuccess) {
-      s = absl::FailedPreconditionError(library_error(what.c_str(), waited, comm.handle));
+      s = then(*rec);
+    } else if (rc != gjSuccess) {
+      s = absl::FailedPreconditionError(library_error(what.c_str(), rc, comm.handle));
     } else {
       const std::string verdict = rec->verdict(what);
-      if (!verdict.empty()) {
-        s = absl::FailedPreconditionError(verdict);
-      } else {
-        s = layout_record(comm, *rec);
-        if (s.ok()) s = then(*rec, &later);
-      }
+      s = verdict.empty() ? layout_record(comm, *rec) : absl::FailedPreconditionError(verdict);
+      if (s.ok()) s = then(*rec);
     }
     if (!s.ok()) ctx->SetStatus(s);
-    done();  // ctx is gone from here on
-    for (gjRequest_t q : later) {
-      const gjResult_t rc = gjWait(q);
-      if (rc != gjSuccess) {
-        // The op has ended; the communicator's device path now refuses every later call with
-        // this cause (collectives.h), so the next op fails with it.
-        LOG(ERROR) << library_error(what.c_str(), rc, comm.handle);
-      }
-    }
+    done();
   });
 }
 
@@ -132,7 +99,7 @@ void GjKernel::refuse(OpKernelContext* ctx, DoneCallback done, const Comm& comm,
   auto rec = std::make_shared<Record>(comm.rank, comm.size, kind, "call=" + what_ + ", invalid arguments=True",
                                       Wire{}, 0);
   agree_then(ctx, std::move(done), comm, rec,
-             [message](const Record&, Later*) { return absl::InvalidArgumentError(message); }, true);
+             [message](const Record&) { return absl::InvalidArgumentError(message); }, true);
 }
 
 }  // namespace gj_tf

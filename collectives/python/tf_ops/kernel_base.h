@@ -1,6 +1,6 @@
 // What every gj.tensorflow kernel shares: its attributes, its communicator, the agreement
-// record issued on the executor's thread and checked on the set's completion thread
-// (worker.h), then the call's data requests there, and `done`.
+// record exchanged and checked on the set's completion thread (worker.h), then the call's data
+// calls there, and `done`.
 #ifndef GJ_TF_OPS_KERNEL_BASE_H_
 #define GJ_TF_OPS_KERNEL_BASE_H_
 
@@ -29,19 +29,15 @@ double from_bits(int64_t bits);
 // A tensor's memory (nullptr when it has no elements, as the Python path passes).
 void* data_of(const Tensor& t);
 // Where a kernel's data is: host memory (stream null), or a GPU whose TensorFlow compute stream
-// the library's NCCL calls are enqueued on (device_kernels.cc).
+// the library's NCCL calls are enqueued on (device.h).
 struct Place {
   bool device = false;
   void* stream = nullptr;  // a cudaStream_t
 };
-// The requests of device calls, enqueued on the stream: waited for (freed, a failure logged)
-// after the op's `done`, so nothing on the host waits for the GPU before the consumer runs.
-using Later = std::vector<gjRequest_t>;
 
-// Issues a nonblocking call (issue(&request)) and, on the host, waits for it; on a device its
-// request goes to *later. The library's result as a Status.
-absl::Status run(const Comm& comm, const char* call, const std::function<gjResult_t(gjRequest_t*)>& issue,
-                 const Place& place = Place(), Later* later = nullptr);
+// A library call's result as a Status: FailedPrecondition (Horovod's class) naming the call,
+// the result and the library's last error for the communicator.
+absl::Status checked(const Comm& comm, const char* call, gjResult_t rc);
 
 class GjKernel : public AsyncOpKernel {
  public:
@@ -50,12 +46,20 @@ class GjKernel : public AsyncOpKernel {
  protected:
   // The set's communicator, or false after failing the op (done called).
   bool comm(OpKernelContext* ctx, const DoneCallback& done, Comm* out);
-  // Issues rec now; on comm's completion thread, once every rank's record arrived and agreed,
-  // runs then(rec, later) (the data calls), and ends the op with its status. A disagreement
-  // fails the op with FailedPrecondition on every rank, before any data moves. regardless: then
-  // runs whatever the record says (refuse).
+  // On comm's completion thread: exchanges rec (agreement.py's blocking record), and once
+  // every rank's record agreed runs then(rec) (the data calls), and ends the op with its
+  // status. A disagreement fails the op with FailedPrecondition on every rank, before any data
+  // moves. regardless: then runs whatever the record says (refuse).
+  //
+  // Why the library's blocking calls on a thread of ours, not its nonblocking ones completed by
+  // a waiting thread: a blocking call runs in its caller's thread when the communicator's queue
+  // is idle (it always is here: the set's calls are made on this one thread), so an op costs one
+  // thread handoff (executor -> completion thread) instead of three more (to the library's
+  // progress thread and back, twice); on a loaded 2-core VM each handoff costs a scheduler
+  // slice. The blocking forms are also exactly the Python path's wire (a rank inside join()
+  // mirrors them), which a nonblocking allreduce is not (the queue may fuse it, agreeing first).
   void agree_then(OpKernelContext* ctx, DoneCallback done, const Comm& comm, std::shared_ptr<Record> rec,
-                  std::function<absl::Status(const Record&, Later*)> then, bool regardless = false);
+                  std::function<absl::Status(const Record&)> then, bool regardless = false);
   // Enters the agreement with a record no valid call makes (the peers then raise the
   // disagreement instead of waiting), then fails the op with InvalidArgument(message).
   void refuse(OpKernelContext* ctx, DoneCallback done, const Comm& comm, Kind kind, const std::string& message);

@@ -1,8 +1,9 @@
 // The kernels of gj.tensorflow's collectives, CPU (kDevice false) and GPU (true): the tensors'
-// own memory (no copy), the library's nonblocking calls, completed on the set's completion
-// thread (kernel_base.h). On the CPU each call is waited for before `done`; on a GPU it is
-// enqueued on TensorFlow's compute stream for the device (device.h) and `done` follows at once,
-// the consumer ordered after it on that stream. What each computes is gj/tensorflow/_host.py's
+// own memory (no copy), the library's calls made on the set's completion thread
+// (kernel_base.h), never on TensorFlow's executor thread. On the CPU each call has completed
+// when `done` runs; on a GPU it is enqueued on TensorFlow's compute stream for the device
+// (device.h: the library's device calls return once enqueued) and `done` follows at once, the
+// consumer ordered after it on that stream. What each computes is gj/tensorflow/_host.py's
 // function of the same name (the numpy_function fallback runs that one): the same records,
 // layouts and library calls.
 #include <cstring>
@@ -68,21 +69,12 @@ class AllreduceOp : public GjKernel {
     auto rec = std::make_shared<Record>(comm.rank, comm.size, kAllreduce,
                                         signature_ + ", shape=" + shape_text(in.shape()), w, 0);
     const Reduction r = r_;
-    agree_then(ctx, std::move(done), comm, rec,
-               [comm, place, r, dtype, n, send = static_cast<const void*>(data_of(in)), recv = data_of(*out)](
-                   const Record&, Later* later) {
-                 // A one-tensor grouped call, not gjIallreduce: a nonblocking allreduce may be
-                 // fused with the next queued ones, which first runs a collective of its own
-                 // that a rank inside join() (mirroring with the blocking call) never enters.
-                 return run(
-                     comm, "gjIgroupedAllReduce",
-                     [&](gjRequest_t* q) {
-                       return gjIgroupedAllReduce(&send, &recv, &n, 1, static_cast<gjDataType_t>(dtype),
-                                                  static_cast<gjRedOp_t>(r.op), r.pre, r.post, comm.handle,
-                                                  place.stream, q);
-                     },
-                     place, later);
-               });
+    agree_then(ctx, std::move(done), comm, rec, [comm, place, r, dtype, n, send = data_of(in), recv = data_of(*out)](
+                                                      const Record&) {
+      return checked(comm, "gjAllReduceScaled",
+                     gjAllReduceScaled(send, recv, n, static_cast<gjDataType_t>(dtype), static_cast<gjRedOp_t>(r.op),
+                                       r.pre, r.post, comm.handle, place.stream));
+    });
   }
 
  private:
@@ -139,16 +131,13 @@ class GroupedAllreduceOp : public GjKernel {
     auto rec = std::make_shared<Record>(comm.rank, comm.size, kGrouped, signature_ + ", shapes=[" + shapes + "]",
                                         w, 0);
     const Reduction r = r_;
-    agree_then(ctx, std::move(done), comm, rec, [comm, place, r, groups](const Record&, Later* later) {
+    agree_then(ctx, std::move(done), comm, rec, [comm, place, r, groups](const Record&) {
       for (const Group& g : *groups) {
-        absl::Status s = run(
-            comm, "gjIgroupedAllReduce",
-            [&](gjRequest_t* q) {
-              return gjIgroupedAllReduce(g.sends.data(), g.recvs.data(), g.counts.data(),
-                                         static_cast<int>(g.counts.size()), static_cast<gjDataType_t>(g.dtype),
-                                         static_cast<gjRedOp_t>(r.op), r.pre, r.post, comm.handle, place.stream, q);
-            },
-            place, later);
+        absl::Status s = checked(
+            comm, "gjGroupedAllReduceScaled",
+            gjGroupedAllReduceScaled(g.sends.data(), g.recvs.data(), g.counts.data(), static_cast<int>(g.counts.size()),
+                                     static_cast<gjDataType_t>(g.dtype), static_cast<gjRedOp_t>(r.op), r.pre, r.post,
+                                     comm.handle, place.stream));
         if (!s.ok()) return s;
       }
       return absl::OkStatus();
@@ -191,7 +180,7 @@ class AllgatherOp : public GjKernel {
     auto rec = std::make_shared<Record>(comm.rank, comm.size, kAllgather,
                                         signature_ + ", row_shape=" + shape_text(row_shape), wire_of(kDevice),
                                         in->dim_size(0));
-    agree_then(ctx, std::move(done), comm, rec, [ctx, comm, place, in](const Record& agreed, Later* later) {
+    agree_then(ctx, std::move(done), comm, rec, [ctx, comm, place, in](const Record& agreed) {
       std::vector<size_t> counts(static_cast<size_t>(comm.size));
       int64_t rows = 0;
       const int64_t row = row_bytes(*in);
@@ -201,12 +190,8 @@ class AllgatherOp : public GjKernel {
       }
       Tensor* out = nullptr;
       TF_RETURN_IF_ERROR(ctx->allocate_output(0, with_rows(in->shape(), rows), &out));
-      return run(
-          comm, "gjIallGatherV",
-          [&](gjRequest_t* q) {
-            return gjIallGatherV(data_of(*in), data_of(*out), counts.data(), gjUint8, comm.handle, place.stream, q);
-          },
-          place, later);
+      return checked(comm, "gjAllGatherV",
+                     gjAllGatherV(data_of(*in), data_of(*out), counts.data(), gjUint8, comm.handle, place.stream));
     });
   }
 };
@@ -239,11 +224,8 @@ class BroadcastOp : public GjKernel {
     auto rec = std::make_shared<Record>(comm.rank, comm.size, kBroadcast,
                                         signature_ + ", shape=" + shape_text(in.shape()), w, 0);
     const int root = static_cast<int>(root_);
-    agree_then(ctx, std::move(done), comm, rec, [comm, place, root, bytes, buf = data_of(*out)](const Record&, Later* later) {
-      return run(
-          comm, "gjIbroadcast",
-          [&](gjRequest_t* q) { return gjIbroadcast(buf, bytes, gjUint8, root, comm.handle, place.stream, q); },
-          place, later);
+    agree_then(ctx, std::move(done), comm, rec, [comm, place, root, bytes, buf = data_of(*out)](const Record&) {
+      return checked(comm, "gjBroadcast", gjBroadcast(buf, bytes, gjUint8, root, comm.handle, place.stream));
     });
   }
 
@@ -297,14 +279,14 @@ class AlltoallOp : public GjKernel {
     row_shape.RemoveDim(0);
     auto rec = std::make_shared<Record>(comm.rank, comm.size, kAlltoall,
                                         signature_ + ", row_shape=" + shape_text(row_shape), wire_of(kDevice), 0);
-    agree_then(ctx, std::move(done), comm, rec, [ctx, comm, place, in, splits](const Record&, Later* later) {
+    agree_then(ctx, std::move(done), comm, rec, [ctx, comm, place, in, splits](const Record&) {
       const size_t n = static_cast<size_t>(comm.size);
       std::vector<int64_t> got(n);
       std::vector<size_t> ones(n, 1);
-      // The counts are host memory on both devices: waited for here (the output's size).
-      absl::Status s = run(comm, "gjIallToAllV", [&](gjRequest_t* q) {
-        return gjIallToAllV(splits->data(), ones.data(), got.data(), ones.data(), gjInt64, comm.handle, nullptr, q);
-      });
+      // The counts are host memory on both devices (the output's size).
+      absl::Status s = checked(comm, "gjAllToAllV",
+                               gjAllToAllV(splits->data(), ones.data(), got.data(), ones.data(), gjInt64, comm.handle,
+                                           nullptr));
       if (!s.ok()) return s;
       const int64_t row = row_bytes(*in);
       std::vector<size_t> send_bytes(n), recv_bytes(n);
@@ -320,13 +302,9 @@ class AlltoallOp : public GjKernel {
       TF_RETURN_IF_ERROR(ctx->allocate_output(1, TensorShape({static_cast<int64_t>(n)}), &received));
       auto r32 = received->flat<int32_t>();
       for (size_t r = 0; r < n; ++r) r32(static_cast<int64_t>(r)) = static_cast<int32_t>(got[r]);
-      return run(
-          comm, "gjIallToAllV",
-          [&](gjRequest_t* q) {
-            return gjIallToAllV(data_of(*in), send_bytes.data(), data_of(*out), recv_bytes.data(), gjUint8,
-                                comm.handle, place.stream, q);
-          },
-          place, later);
+      return checked(comm, "gjAllToAllV",
+                     gjAllToAllV(data_of(*in), send_bytes.data(), data_of(*out), recv_bytes.data(), gjUint8,
+                                 comm.handle, place.stream));
     });
   }
 };
@@ -378,15 +356,12 @@ class ReducescatterOp : public GjKernel {
     auto rec = std::make_shared<Record>(comm.rank, comm.size, kReducescatter,
                                         signature_ + ", shapes=[" + shapes + "]", wire_of(kDevice), 0);
     const Reduction r = r_;
-    agree_then(ctx, std::move(done), comm, rec, [comm, place, r, calls](const Record&, Later* later) {
+    agree_then(ctx, std::move(done), comm, rec, [comm, place, r, calls](const Record&) {
       for (const Call& c : *calls) {
-        absl::Status s = run(
-            comm, "gjIreduceScatter",
-            [&](gjRequest_t* q) {
-              return gjIreduceScatter(c.send, c.recv, c.counts.data(), static_cast<gjDataType_t>(c.dtype),
-                                      static_cast<gjRedOp_t>(r.op), r.pre, r.post, comm.handle, place.stream, q);
-            },
-            place, later);
+        absl::Status s = checked(comm, "gjReduceScatter",
+                                 gjReduceScatter(c.send, c.recv, c.counts.data(), static_cast<gjDataType_t>(c.dtype),
+                                                 static_cast<gjRedOp_t>(r.op), r.pre, r.post, comm.handle,
+                                                 place.stream));
         if (!s.ok()) return s;
       }
       return absl::OkStatus();

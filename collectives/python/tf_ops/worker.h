@@ -1,7 +1,7 @@
-// The completion side of gj.tensorflow's async kernels: one thread per communicator that waits
-// for a collective's requests (gjWait) and finishes the op (its `done`), so TensorFlow's
-// executor threads never wait for a peer. One thread per communicator keeps each set's calls
-// in their issue order and lets a slow set not hold another's completions.
+// The completion side of gj.tensorflow's async kernels: one thread per communicator that makes
+// a collective's library calls and finishes the op (its `done`), so TensorFlow's executor
+// threads never wait for a peer. One thread per communicator keeps each set's calls in their
+// issue order (the executor starts them in program order) and lets a slow set not hold another's.
 #ifndef GJ_TF_OPS_WORKER_H_
 #define GJ_TF_OPS_WORKER_H_
 
