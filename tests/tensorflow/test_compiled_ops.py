@@ -108,3 +108,14 @@ def test_the_timeline_names_the_path(world, tmp_path_factory):
     if world[0] == 0:
         header = json.loads(path.read_text())[0]
         assert header["args"]["collectives"] == "ops", header
+
+
+def test_every_collective_has_a_cpu_and_a_gpu_kernel(world):
+    """The GPU kernels are built and registered (tensorflow-cpu has no GPU to run them: docs/tensorflow.md,
+    "GPU tensors", says what no run has verified); alltoall's splits stay in host memory."""
+    from tensorflow.python.framework import kernels
+    for op in ("GjAllreduce", "GjGroupedAllreduce", "GjAllgather", "GjBroadcast", "GjAlltoall", "GjReducescatter"):
+        devices = {k.device_type for k in kernels.get_registered_kernels_for_op(op).kernel}
+        assert devices == {"CPU", "GPU"}, (op, devices)
+    gpu = [k for k in kernels.get_registered_kernels_for_op("GjAlltoall").kernel if k.device_type == "GPU"][0]
+    assert set(gpu.host_memory_arg) == {"splits", "received_splits"}

@@ -148,6 +148,32 @@ class GroupedAllreduceOp : public GjKernel {
   Reduction r_;
 };
 
+// op=Adasum (host memory only, as the library's Adasum; mpi_ops.py scales before and after).
+class AdasumOp : public GjKernel {
+ public:
+  using GjKernel::GjKernel;
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    Comm comm;
+    if (!GjKernel::comm(ctx, done, &comm)) return;
+    const Tensor& in = ctx->input(0);
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, in.shape(), &out), done);
+    const int dtype = reduce_code(in.dtype());
+    const size_t n = static_cast<size_t>(in.NumElements());
+    Wire w;
+    w.dtype = dtype;
+    w.layout = {static_cast<int64_t>(n)};
+    auto rec = std::make_shared<Record>(comm.rank, comm.size, kAdasum,
+                                        signature_ + ", shape=" + shape_text(in.shape()), w, 0);
+    agree_then(ctx, std::move(done), comm, rec, [comm, dtype, n, send = data_of(in), recv = data_of(*out)](
+                                                      const Record&) {
+      return checked(comm, "gjAllReduceAdasum",
+                     gjAllReduceAdasum(send, recv, n, static_cast<gjDataType_t>(dtype), comm.handle));
+    });
+  }
+};
+
 // Bytes of one row (everything after dimension 0).
 int64_t row_bytes(const Tensor& t) {
   int64_t row = 1;
@@ -381,6 +407,7 @@ GJ_REGISTER("GjGroupedAllreduce", GroupedAllreduceOp);
 GJ_REGISTER("GjAllgather", AllgatherOp);
 GJ_REGISTER("GjBroadcast", BroadcastOp);
 GJ_REGISTER("GjReducescatter", ReducescatterOp);
+REGISTER_KERNEL_BUILDER(Name("GjAdasum").Device(DEVICE_CPU), AdasumOp);
 REGISTER_KERNEL_BUILDER(Name("GjAlltoall").Device(DEVICE_CPU), AlltoallOp<false>);
 REGISTER_KERNEL_BUILDER(Name("GjAlltoall").Device(DEVICE_GPU).HostMemory("splits").HostMemory("received_splits"),
                         AlltoallOp<true>);

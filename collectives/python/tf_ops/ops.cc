@@ -101,3 +101,11 @@ REGISTER_OP("GjReducescatter")
     .GJ_COMMON_ATTRS
     .SetIsStateful()
     .SetShapeFn(rows_unknown);
+
+REGISTER_OP("GjAdasum")
+    .Input("tensor: T")
+    .Output("out: T")
+    .Attr("T: {float, double, half}")
+    .GJ_COMMON_ATTRS
+    .SetIsStateful()
+    .SetShapeFn(same_shapes);

@@ -48,8 +48,8 @@ def _refuse_xla(what):
     if _in_xla_context():
         raise ValueError(
             f"{what}: gj.tensorflow's collectives cannot run inside an XLA-compiled function "
-            "(jit_compile=True): XLA has no kernel for them (they wait for the other ranks). Turn XLA off for the function "
-            "that calls them: tf.function(jit_compile=False), or model.compile(..., jit_compile=False) in Keras")
+            "(jit_compile=True): XLA has no kernel for them (they wait for the other ranks). Turn XLA off for "
+            "the function that calls them: tf.function(jit_compile=False), or model.compile(..., jit_compile=False) in Keras")
 
 
 def as_tensor(value, what, argument="tensor"):
@@ -82,7 +82,7 @@ def on_host(operation, name, body, *arrays):
 
 def _call(what, operation, name, body, inputs, touts, compiled=None):
     """The collective's outputs (a list of tensors): on the "ops" path compiled(*inputs, name=)
-    (the compiled op; None: this call has none, e.g. op=Adasum), else body(*numpy arrays) ->
+    (the compiled op; None: this call has none), else body(*numpy arrays) ->
     list of numpy arrays, run eagerly or as one numpy_function."""
     if compiled is not None and _ops.module() is not None:
         return _compiled(what, operation, compiled, inputs)
@@ -206,13 +206,31 @@ def _allreduce(tensor, op=Sum, prescale_factor=1.0, postscale_factor=1.0, name=N
     @tf.custom_gradient
     def op_(x):
         y = _call(what, "allreduce", name, lambda a: [_host.allreduce(a, op, pre, post, process_set, what)],
-                  [x], [x.dtype], None if op == Adasum else _allreduce_op(op, pre, post, process_set, what))[0]
+                  [x], [x.dtype], _adasum_op(pre, post, process_set, what) if op == Adasum else
+                  _allreduce_op(op, pre, post, process_set, what))[0]
         y.set_shape(x.shape)
 
         def grad(dy):
             return _allreduce(dy, op, pre, post, None, process_set, what)
         return y, grad
     return op_(tensor)
+
+
+def _adasum_op(pre, post, process_set, what):
+    """op=Adasum's compiled form: one GjAdasum per tensor (each its own agreement, as
+    _host.grouped_allreduce), the factors applied around it in the tensor's dtype as _host does."""
+    def make(*xs, name):
+        out = []
+        for x in xs:
+            if x.dtype.name not in ("float16", "float32", "float64"):
+                raise TypeError(f"{what}: op=Adasum needs a floating-point tensor, got dtype {x.dtype.name}")
+            if pre != 1.0:
+                x = x * tf.constant(pre, x.dtype)
+            y = _ops.module().gj_adasum(x, process_set_id=_ops.bind(process_set, what), what=what, name=name,
+                                        signature=f"call=allreduce, dtype={x.dtype.name}, op=Adasum")
+            out.append(y * tf.constant(post, y.dtype) if post != 1.0 else y)
+        return out
+    return make
 
 
 def _allreduce_op(op, pre, post, process_set, what):
@@ -260,8 +278,8 @@ def _grouped_allreduce(tensors, op, pre, post, name, process_set, what="grouped_
     def op_(*xs):
         ys = _call(what, "grouped_allreduce", name,
                    lambda *arrays: _host.grouped_allreduce(arrays, op, pre, post, process_set, what),
-                   xs, [x.dtype for x in xs], None if op == Adasum else _grouped_op("gj_grouped_allreduce",
-                   "grouped_allreduce", op, pre, post, process_set, what))
+                   xs, [x.dtype for x in xs], _adasum_op(pre, post, process_set, what) if op == Adasum else
+                   _grouped_op("gj_grouped_allreduce", "grouped_allreduce", op, pre, post, process_set, what))
         for x, y in zip(xs, ys):
             y.set_shape(x.shape)
 
