@@ -92,7 +92,11 @@ def cpu_only():
 def bind(process_set, what):
     """process_set's id, its communicator made known to the ops under it (an op of it is made next)."""
     from ..common.process_sets import comm_of
-    handle = comm_of(process_set, what).handle
+    from .exceptions import TensorFlowInvalidArgumentError
+    try:
+        handle = comm_of(process_set, what).handle
+    except ValueError as e:  # not registered, or this rank not in it: Horovod's InvalidArgumentError
+        raise TensorFlowInvalidArgumentError(str(e)) from None
     handle = handle.value if isinstance(handle, ctypes.c_void_p) else handle
     pid = process_set.process_set_id
     if _bound.get(pid) != handle:
