@@ -6,8 +6,8 @@ How a collective enters the graph (docs/tensorflow.md, "Design"): one op per cal
 for the grouped ones), stateful, so tf.function's automatic control dependencies keep every
 rank's collectives in the order the Python code made them, which gj's agreement needs. On the
 "ops" path (_ops.path()) that op is a compiled AsyncOpKernel (collectives/python/tf_ops) that
-runs the agreement and the library's nonblocking calls on the tensors' own memory; eagerly
-TensorFlow runs the same kernel. On the "numpy_function" fallback (the compiled ops absent)
+runs the agreement and the library's calls on the tensors' own memory on the set's completion
+thread; eagerly TensorFlow runs the same kernel. On the "numpy_function" fallback (the compiled ops absent)
 it is one tf.numpy_function whose Python body is _host.py's blocking collective, and eagerly
 that body runs on the tensor's numpy() value. Either way errors reach the caller as Horovod's
 classes (HorovodInternalError, TypeError, ValueError eagerly; FailedPrecondition and
