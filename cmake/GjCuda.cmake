@@ -13,6 +13,7 @@
 # Include it from the top-level CMakeLists.txt (enable_language(CUDA) must run in the highest
 # directory whose targets compile or link CUDA code). Including it again is a no-op.
 include_guard(GLOBAL)
+include(${CMAKE_CURRENT_LIST_DIR}/GjCudaFloor.cmake)
 
 function(_gj_cuda_missing feature setting what)
   if(setting STREQUAL "ON")
@@ -69,9 +70,14 @@ if(NOT GJ_WITH_CUDA STREQUAL "OFF")
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit)
+    if(CUDAToolkit_FOUND)
+      gj_cuda_toolkit_floor("${CUDAToolkit_VERSION}" _gj_too_old)
+    endif()
     if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cudart_static)
       _gj_cuda_missing(GJ_WITH_CUDA "${GJ_WITH_CUDA}"
         "nvcc found at ${CMAKE_CUDA_COMPILER} but not the CUDA runtime library (cudart_static)")
+    elseif(_gj_too_old)
+      _gj_cuda_missing(GJ_WITH_CUDA "${GJ_WITH_CUDA}" "${_gj_too_old} (${CMAKE_CUDA_COMPILER})")
     else()
       # Imported targets are directory-scoped; tests/ and bench/ link the CUDA objects too.
       get_property(_gj_imported DIRECTORY PROPERTY IMPORTED_TARGETS)

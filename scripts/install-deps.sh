@@ -27,6 +27,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   openssh-server openssh-client
   iproute2 util-linux procps
+  prometheus  # agent.job_view.metrics: a real Prometheus server scrapes gj-mpirun's endpoint
   python3 python3-venv python3-numpy python3-yaml python3-mpi4py python3-pytest python3-torch
   mpich libmpich-dev
   clang libclang-rt-dev

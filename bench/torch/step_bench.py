@@ -12,7 +12,10 @@ matmul per weight against a fixed input (batch rows), so backward produces every
 layer first, with compute proportional to the parameter count.
 
     mpiexec -np 2 python3 step_bench.py [--steps 30] [--warmup 2] [--models cnn,resnet50-shapes]
-Rank 0 prints one table row per model; bench/torch/run.sh runs 2 and 4 ranks.
+                                        [--device cpu|cuda]
+Rank 0 prints one table row per model; bench/torch/run.sh runs 2 and 4 ranks. --device cuda
+(scripts/gpu/device-check.sh): each rank on GPU local_rank % GPUs, DDP over NCCL instead of
+gloo, every timed step ends with torch.cuda.synchronize() (a step is done when its kernels are).
 """
 
 import argparse
@@ -79,19 +82,20 @@ class ShapesNet(nn.Module):
         return loss
 
 
-def make(model_name, rank, batch):
+def make(model_name, rank, batch, device="cpu"):
     g = torch.Generator().manual_seed(1000 + rank)
     if model_name == "cnn":
         torch.manual_seed(0)
-        model = seed_net_class()()
-        data = (torch.randn(batch, 1, 28, 28, generator=g), torch.randint(0, 10, (batch,), generator=g))
+        model = seed_net_class()().to(device)
+        data = (torch.randn(batch, 1, 28, 28, generator=g).to(device),
+                torch.randint(0, 10, (batch,), generator=g).to(device))
         loss_fn = nn.CrossEntropyLoss()
         return model, lambda m: loss_fn(m(data[0]), data[1])
     torch.manual_seed(0)
     shapes = resnet50_shapes()
-    model = ShapesNet(shapes, batch)
-    inputs = [torch.randn(batch, int(torch.Size(s[1:]).numel()), generator=g) if len(s) > 1
-              else torch.randn(s, generator=g) for s in shapes]
+    model = ShapesNet(shapes, batch).to(device)
+    inputs = [(torch.randn(batch, int(torch.Size(s[1:]).numel()), generator=g) if len(s) > 1
+               else torch.randn(s, generator=g)).to(device) for s in shapes]
     return model, lambda m: m(inputs)
 
 
@@ -142,7 +146,9 @@ def timed(steppers, steps, warmup, baseline="local", before=None):
 
 def bench(model_name, args):
     rank = hvd.rank()
-    base, loss_of = make(model_name, rank, args.batch if model_name == "cnn" else args.rows)
+    device = args.device_name
+    base, loss_of = make(model_name, rank, args.batch if model_name == "cnn" else args.rows, device)
+    cuda = device != "cpu"
     nparams = sum(p.numel() for p in base.parameters())
     ntensors = len(list(base.parameters()))
 
@@ -151,13 +157,16 @@ def bench(model_name, args):
             opt.zero_grad()
             loss_of(model).backward()
             opt.step()
+            if cuda:
+                torch.cuda.synchronize()
         return step
 
     local = copy.deepcopy(base)
     gj_model = copy.deepcopy(base)
     gj_opt = hvd.DistributedOptimizer(torch.optim.SGD(gj_model.parameters(), lr=1e-3),
                                       named_parameters=gj_model.named_parameters())
-    ddp = nn.parallel.DistributedDataParallel(copy.deepcopy(base))
+    ddp = nn.parallel.DistributedDataParallel(copy.deepcopy(base), device_ids=[torch.cuda.current_device()] if cuda
+                                              else None)
     steppers = {"local": loop(local, torch.optim.SGD(local.parameters(), lr=1e-3)),
                 "gj": loop(gj_model, gj_opt),
                 "ddp": loop(ddp, torch.optim.SGD(ddp.parameters(), lr=1e-3))}
@@ -197,26 +206,37 @@ def main():
                    help=f"comma-separated, of {','.join(MODELS)}")
     p.add_argument("--port", type=at_least(1), default=int(os.environ.get("GJ_BENCH_GLOO_PORT", "29531")),
                    help="gloo's TCP rendezvous port on 127.0.0.1 (default $GJ_BENCH_GLOO_PORT or 29531)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cpu: DDP over gloo; cuda: every rank on a GPU, DDP over NCCL")
     args = p.parse_args()
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
+    args.device_name = "cpu"
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            print(f"step_bench.py --device cuda: torch {torch.__version__} sees no CUDA device", file=sys.stderr)
+            return 1
+        torch.cuda.set_device(hvd.local_rank() % torch.cuda.device_count())
+        args.device_name = f"cuda:{torch.cuda.current_device()}"
     # Debian's python3-torch 2.x is built without libuv, which torch.distributed's TCP store asks
     # for by default since 2.4 (pip's wheels have it); USE_LIBUV=0 picks the store every build has.
     os.environ.setdefault("USE_LIBUV", "0")
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=size)
+    backend = "nccl" if args.device == "cuda" else "gloo"
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=size)
     rows = []
     for name in args.models:
         rows.append((name,) + bench(name, args))
     if rank == 0:
         threads = torch.get_num_threads()
-        print(f"\ngj.torch DistributedOptimizer vs DDP over gloo, {size} ranks, CPU, torch {torch.__version__}, "
+        where = "CPU" if args.device == "cpu" else f"{torch.cuda.get_device_name()} (NCCL {torch.cuda.nccl.version()})"
+        print(f"\ngj.torch DistributedOptimizer vs DDP over {backend}, {size} ranks, {where}, torch {torch.__version__}, "
               f"{threads} torch thread(s) on {len(os.sched_getaffinity(0))} CPU(s) per rank for every mode, "
               f"medians of {args.steps} interleaved rounds (step: slowest rank; overhead: median of the "
               f"per-round difference to the no-comm step, [95 % CI]; off-CPU: the training thread's, "
               f"least-off rank), bucket {os.environ.get('GJ_TORCH_BUCKET_BYTES', 'default')} bytes, "
               f"GJ_COLL_PROGRESS_WAIT={os.environ.get('GJ_COLL_PROGRESS_WAIT') or 'auto'}")
         print("| model | params (tensors) | ranks | no-comm ms | gj ms | gj overhead ms [95 % CI] (% of no-comm) "
-              "| DDP-gloo ms | DDP overhead ms [95 % CI] (% of no-comm) | gj overhead / DDP overhead "
+              f"| DDP-{backend} ms | DDP overhead ms [95 % CI] (% of no-comm) | gj overhead / DDP overhead "
               "| off-CPU ms no-comm / gj / DDP | off-CPU overhead ms gj / DDP (ratio) |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         ms = lambda t: f"{t * 1e3:.1f}"  # noqa: E731

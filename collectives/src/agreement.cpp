@@ -4,8 +4,8 @@
 #include <string>
 
 #include "error.h"
-#include "mpi/mpi_check.h"
-#include "mpi/mpi_wait.h"
+#include "mpi_base/mpi_check.h"
+#include "mpi_base/mpi_wait.h"
 
 namespace gj {
 namespace {

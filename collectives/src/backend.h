@@ -88,6 +88,11 @@ class Backend : public Polled {
   }
   // completion_done, completion_wait and completion_release (polled.h) take its handles.
 
+  // The backend's own stream on its device (created on first use), where nonblocking calls
+  // communicate after waiting for the caller's stream on the device (api/enqueue.cpp): the
+  // caller's later kernels do not queue behind them. nullptr for host backends.
+  virtual void* own_stream() { return nullptr; }
+
   // Error path: stop without waiting for peers. Further calls throw gjInvalidUsage.
   virtual void abort() noexcept = 0;
 

@@ -1,6 +1,10 @@
 #include "comm.h"
 
+#include <algorithm>
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <vector>
 #include <exception>
 #include <string>
 
@@ -9,7 +13,7 @@
 #include "error.h"
 #include "log.h"
 #include "mpi/host_backend.h"
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 #include "peer/monitor.h"
 #ifdef GJ_HAVE_NCCL
 #include "nccl/nccl_backend.h"
@@ -113,6 +117,31 @@ std::unique_ptr<Hierarchy> make_hierarchy(const gjComm& c, const Agreed& agreed)
 #endif
 }
 
+// The communicator's progress counters (peer/progress.h), named by its members' world ranks
+// and how many communicators over the same members this process made before (the same count
+// on every member: communicators are made collectively).
+std::unique_ptr<peer::Progress> make_progress(MPI_Comm comm) {
+  MPI_Group mine = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  mpi_check(MPI_Comm_group(comm, &mine), "MPI_Comm_group");
+  mpi_check(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group(MPI_COMM_WORLD)");
+  int n = 0;
+  MPI_Group_size(mine, &n);
+  std::vector<int> local(static_cast<std::size_t>(n)), members(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) local[static_cast<std::size_t>(i)] = i;
+  mpi_check(MPI_Group_translate_ranks(mine, n, local.data(), world, members.data()), "MPI_Group_translate_ranks");
+  MPI_Group_free(&mine);
+  MPI_Group_free(&world);
+  std::sort(members.begin(), members.end());
+  static std::mutex m;
+  static std::map<std::vector<int>, int> made;
+  int nth = 0;
+  {
+    std::lock_guard<std::mutex> lock(m);
+    nth = made[members]++;
+  }
+  return std::make_unique<peer::Progress>(std::move(members), nth);
+}
+
 // Live communicators over MPI_COMM_WORLD's ranks in this process.
 std::atomic<int> g_world_comms{0};
 
@@ -185,8 +214,12 @@ std::unique_ptr<gjComm> create_comm(MPI_Comm parent, const Config* inherit) {
   try {
     const int cpus = cpus_of_this_process();
     const bool patient = set_up(*c, cpus);
+    // No NCCL for device buffers from the start: callers may refuse them without the queue.
+    if (!c->plan.use_nccl) c->device_decided.store(true, std::memory_order_release);
     mpi_check(MPI_Query_thread(&c->thread_level), "MPI_Query_thread");
+    c->progress = make_progress(c->mpi);
     c->queue = std::make_unique<HostQueue>(c->mpi, *c->host, c->thread_level, patient, c->config.timeout_ms);
+    c->queue->track(c->progress.get());
     c->queue->watch_peers(c->live);
     c->control = std::make_unique<ControlChannel>(c->mpi, c->config.timeout_ms);
     log(c->config, LogLevel::Info, c->rank,
@@ -247,27 +280,48 @@ int gjComm::alltoall_device(int buffer_device, bool empty, const char* call) {
 }
 
 gj::Backend& gjComm::backend_for(int buffer_device, const char* call) {
-  const bool is_device = buffer_device >= 0;
 #ifdef GJ_HAVE_NCCL
-  if (is_device && plan.use_nccl && !device) {
+  if (buffer_device >= 0 && plan.use_nccl && !device) {
     // Collective: every rank's first device collective comes here, in the same call order.
     gj::Work setup;
     setup.call = "NCCL communicator setup";
-    queue->run_blocking(setup, [&] {
-      try {
-        device = gj::make_nccl_backend(mpi, buffer_device, config);
-      } catch (const gj::Error& e) {
-        // No NCCL library or no device on some rank, or two ranks on one device: every rank
-        // learns it together inside make_nccl_backend, before NCCL init. Host buffers still
-        // work; this and every later device buffer get the reason.
-        if (e.code() != gjUnsupported || config.backend == gj::BackendChoice::Nccl) throw;
-        plan.use_nccl = false;
-        plan.no_nccl_reason = e.what();
-        gj::log(config, gj::LogLevel::Warn, rank, std::string("device buffers: host-only, ") + e.what());
-      }
-    });
+    queue->run_blocking(setup, [&] { create_device_backend(buffer_device); });
   }
 #endif
-  if (gj::backend_for(plan, is_device, call) == gjBackendNccl) return *device;
+  return chosen_backend(buffer_device, call);
+}
+
+gj::Backend& gjComm::backend_in_queue(int buffer_device, const char* call) {
+#ifdef GJ_HAVE_NCCL
+  if (buffer_device >= 0 && plan.use_nccl && !device) create_device_backend(buffer_device);
+#endif
+  return chosen_backend(buffer_device, call);
+}
+
+void gjComm::refuse_device_buffers_if_decided(const char* call) const {
+  if (device_decided.load(std::memory_order_acquire)) (void)gj::backend_for(plan, true, call);
+}
+
+gj::Backend& gjComm::chosen_backend(int buffer_device, const char* call) {
+  if (gj::backend_for(plan, buffer_device >= 0, call) == gjBackendNccl) return *device;
   return *host;
+}
+
+void gjComm::create_device_backend(int buffer_device) {
+#ifdef GJ_HAVE_NCCL
+  try {
+    device = gj::make_nccl_backend(mpi, buffer_device, config);
+  } catch (const gj::Error& e) {
+    // No NCCL library or no device on some rank, or two ranks on one device: every rank
+    // learns it together inside make_nccl_backend, before NCCL init. Host buffers still
+    // work; this and every later device buffer get the reason.
+    if (e.code() != gjUnsupported || config.backend == gj::BackendChoice::Nccl) throw;
+    plan.use_nccl = false;
+    plan.no_nccl_reason = e.what();
+    gj::log(config, gj::LogLevel::Warn, rank, std::string("device buffers: host-only, ") + e.what());
+  }
+  device_decided.store(true, std::memory_order_release);
+#else
+  (void)buffer_device;
+#endif
 }

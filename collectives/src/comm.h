@@ -3,16 +3,18 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
 
 #include "backend.h"
-#include "api/last_error.h"
+#include "last_failure.h"
 #include "backend_choice.h"
 #include "config.h"
 #include "control.h"
 #include "peer/liveness.h"
+#include "peer/progress.h"
 #include "queue.h"
 
 struct gjComm {
@@ -41,6 +43,9 @@ struct gjComm {
   std::unique_ptr<gj::Backend> host;    // MPI (+ shared memory)
   std::unique_ptr<gj::Backend> device;  // NCCL once a device collective ran, or null
   int thread_level = MPI_THREAD_SINGLE;  // what MPI provides (MPI_Query_thread)
+  // What this rank has entered and completed on this communicator, for the master's hang view
+  // (peer/progress.h). Declared before the queue, which counts requests out of it.
+  std::unique_ptr<gj::peer::Progress> progress;
   // Every collective on `mpi` goes through here, host or device, in call order. Declared
   // after the backends: destroyed (drained, thread joined) before them.
   std::unique_ptr<gj::HostQueue> queue;
@@ -55,6 +60,15 @@ struct gjComm {
   // host buffers); throws gjUnsupported for device buffers without NCCL. The first call with a
   // device buffer creates the NCCL communicator on that device (collective).
   gj::Backend& backend_for(int buffer_device, const char* call);
+  // The same from inside a queued item (the progress thread, the queue held): a nonblocking
+  // device call creates the NCCL communicator there, so its caller waits for no peer.
+  gj::Backend& backend_in_queue(int buffer_device, const char* call);
+  // On the caller's thread, without waiting: throws backend_for's gjUnsupported for device
+  // buffers once the first device collective has found NCCL unusable; else nothing.
+  void refuse_device_buffers_if_decided(const char* call) const;
+  // Set (release) once the first device collective decided: device created, or plan.use_nccl
+  // false with the reason. Read by callers that do not hold the queue.
+  std::atomic<bool> device_decided{false};
 
   // Alltoall's buffer kind, agreed by all ranks: a rank that sends and receives nothing has no
   // buffer to tell, and taking the host path while its peers take NCCL would hang both. Where
@@ -62,6 +76,10 @@ struct gjComm {
   // an empty rank then takes its peers' path (on its current device). Throws
   // gjInvalidArgument on every rank when some pass device buffers and others host buffers.
   int alltoall_device(int buffer_device, bool empty, const char* call);
+
+ private:
+  gj::Backend& chosen_backend(int buffer_device, const char* call);
+  void create_device_backend(int buffer_device);  // collective; the queue held
 };
 
 namespace gj {

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "error.h"
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 
 namespace gj {
 

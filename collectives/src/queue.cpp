@@ -11,7 +11,7 @@
 
 #include "dtype.h"
 #include "grouped.h"
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 #if GJ_HAVE_SHM
 #include "shm/arrivals.h"
 #include "shm/cpu_limit.h"
@@ -303,6 +303,7 @@ void HostQueue::run_front(std::unique_lock<std::mutex>& lock) {
   busy_ = false;
   if (code != gjSuccess && !failed_) failed_.emplace(code, message);
   for (Item& it : batch) it.done->finish(code, message);
+  if (progress_ != nullptr) progress_->complete(batch.size());
   if (code != gjSuccess) fail_all_queued(message);
   idle_cv_.notify_all();
 }
@@ -312,6 +313,7 @@ void HostQueue::fail_all_queued(const std::string& why) {
   for (Item& it : items_) {
     it.done->finish(code, std::string(it.work.call) + ": not run, an earlier request failed: " + why);
   }
+  if (progress_ != nullptr && !items_.empty()) progress_->complete(items_.size());
   items_.clear();
 }
 

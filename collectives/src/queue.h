@@ -30,7 +30,8 @@
 #include "backend.h"
 #include "config.h"
 #include "error.h"
-#include "peer/check.h"
+#include "mpi_base/peer_check.h"
+#include "peer/progress.h"
 #include "stall_abort.h"
 #include "work.h"
 
@@ -99,8 +100,11 @@ class HostQueue {
     leave(fast);
   }
   // From now on every collective first checks that no rank of the communicator is lost (then
-  // it fails with gjPeerLost at once), and the waits inside it ask peers (peer/check.h).
+  // it fails with gjPeerLost at once), and the waits inside it ask peers (mpi_base/peer_check.h).
   void watch_peers(std::shared_ptr<const peer::PeerCheck> peers);
+  // Requests run by the progress thread are counted out of progress when their result is ready
+  // (peer/progress.h; api/enqueue.cpp counts them in). nullptr: not counted.
+  void track(peer::Progress* progress) { progress_ = progress; }
   // Queues w; the completion reports its result. Throws gjInvalidUsage when MPI lacks
   // MPI_THREAD_MULTIPLE or an earlier request failed.
   std::shared_ptr<Completion> submit(Work w);
@@ -155,6 +159,7 @@ class HostQueue {
   std::thread thread_;
   std::unique_ptr<shm::Arrivals> arrivals_;  // present when any rank of comm waits patiently
   std::shared_ptr<const peer::PeerCheck> peers_;
+  peer::Progress* progress_ = nullptr;
 };
 
 }  // namespace gj

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <string>
 
 #include "polled.h"
@@ -16,6 +18,28 @@ struct gjComm;
 namespace gj::requests {
 
 gjRequest_t make_host(gjComm* comm, std::shared_ptr<Completion> done);
+
+// The device part of a deferred device request: the communicator's progress thread enqueues
+// the call's work on the backend's own stream, then sets the completion handle its backend
+// recorded there (set). The request completes when the queued item has (Completion) and then
+// that handle has.
+class DeviceTail {
+ public:
+  // From the progress thread, once the work is enqueued. A request settled meanwhile
+  // (abandoned by gjCommAbort) releases the handle at once.
+  void set(Polled& source, void* handle);
+  // What set() gave; (nullptr, nullptr) before. Read only after the Completion finished.
+  std::pair<Polled*, void*> get() const;
+  // The request no longer wants the handle: released now if set, or by set().
+  void abandon() noexcept;
+
+ private:
+  mutable std::mutex m_;
+  Polled* source_ = nullptr;
+  void* handle_ = nullptr;
+  bool abandoned_ = false;
+};
+gjRequest_t make_deferred(gjComm* comm, std::shared_ptr<Completion> done, std::shared_ptr<DeviceTail> tail);
 // handle from source (a backend's record_completion, the control channel); nullptr = complete
 // already.
 gjRequest_t make_polled(gjComm* comm, Polled& source, void* handle);

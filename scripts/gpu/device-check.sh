@@ -13,11 +13,14 @@
 #   GJ_BUILD         build folder (default build-gpu)
 #   GJ_REPORT        report file (default $OUT/gpu-report.txt when $OUT is set, else $GJ_BUILD/gpu-report.txt)
 #   GJ_WITH_AGENT    1: also build the launch agent (needs fmt, spdlog, CLI11); default 0
-#   GJ_STEPS         comma list, in this order (default unpack,configure,build,test,bench):
-#                    unpack configure build test bench; `smoke` (instead of build,test,bench)
+#   GJ_STEPS         comma list, in this order (default unpack,configure,build,test,bench,torch):
+#                    unpack configure build test bench torch; `smoke` (instead of build,test,bench)
 #                    builds the library and the C++ example only and runs it on 2 ranks: what
 #                    tests/gpu/device_check_here.sh runs on a machine without a GPU
 #   GJ_CUDA_ARCHITECTURES  default: the GPU's own (nvidia-smi), else 90
+#   GJ_TORCH_DEVICE  the torch step's device (default cuda; the emulated run here: cpu, since the
+#                    emulation has no torch CUDA)
+#   GJ_TORCH_PYTHON  the python with torch for the torch step (default the python3 on PATH)
 #   GJ_DEVICE_EXTRA  a command run last as its own step (e.g. the gj.torch frontend's CUDA tests,
 #                    `mpiexec -np 1 python3 -m pytest tests/torch -q`), with this script's
 #                    environment (relocated Open MPI, GJ_COLLECTIVES_LIB = the built library)
@@ -39,7 +42,7 @@ root=$(pwd)
 debs=${GJ_DEBS:-build-gpu-debs}
 prefix=${GJ_PREFIX:-${TMPDIR:-/tmp}/gj-gpu-prefix}
 build=${GJ_BUILD:-build-gpu}
-steps=,${GJ_STEPS:-unpack,configure,build,test,bench},
+steps=,${GJ_STEPS:-unpack,configure,build,test,bench,torch},
 if [ -n "${OUT:-}" ]; then report=${GJ_REPORT:-$OUT/gpu-report.txt}; else report=${GJ_REPORT:-$build/gpu-report.txt}; fi
 logs=${GJ_LOGS:-${OUT:+$OUT/logs}}
 step_timeout=${GJ_STEP_TIMEOUT_S:-240}
@@ -224,7 +227,10 @@ if has test; then
   run_step test-gpu ctest --test-dir "$build" -R "^($device_label|cuda)\." -E "$exclude" --output-on-failure --timeout 120
   grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$build/test-gpu.log" | tee -a "$report"
   # A skip is not a pass: these must have run and passed.
-  for key in kernels nccl_ops.np1 nccl_capture.np1 nccl_allreduce.np1 nccl_requests.np1 nccl_binding_shared.np2; do
+  keys="kernels nccl_ops.np1 nccl_capture.np1 nccl_allreduce.np1 nccl_requests.np1 nccl_binding_shared.np2"
+  # Two ranks need two GPUs, or one shared where NCCL >= 2.30 allows it.
+  { [ "$ngpu" -ge 2 ] || [ "$multi_rank" = 1 ]; } && keys="$keys nccl_async.np2"
+  for key in $keys; do
     grep -Eq "Test +#[0-9]+: $device_label\.${key//./\\.} \.+ +Passed" "$build/test-gpu.log" ||
       { status=1; say "FAIL key device test $device_label.$key did not run and pass"; }
   done
@@ -232,19 +238,56 @@ if has test; then
   # the last error after "not ready", growth after an unsynchronized use, abort beside a busy stream.
   run_step probes ctest --test-dir "$build" -R "^${device_label}\.device_facts\.np1\$" -V --timeout 60
   grep -E "probe [a-z_]+: " "$build/probes.log" | sed 's/^[0-9]*: //' | tee -a "$report"
+  # The launcher's GPU pre-flight probe against the real driver (with GJ_WITH_AGENT=1): NVML
+  # opened at run time by the static gj-mpirun (docs/agent.md "Pre-flight checks"); its facts are
+  # the answer: source nvml, one line per GPU with its UUID, PCI id and ECC count.
+  if [ -x "$build/agent/gj-mpirun" ]; then
+    run_step preflight-facts "$build/agent/gj-mpirun" --preflight-facts
+    sed 's/^/preflight: /' "$build/preflight-facts.log" | tee -a "$report"
+  fi
   # The host suite is not what this check is for: the host backend only (GJ_COLL_BACKEND=mpi),
   # without coll.package (an install + pkg-config round trip this prefix does not provide).
   run_step test-host env GJ_COLL_BACKEND=mpi ctest --test-dir "$build" -L collectives -E '^coll\.package' \
     --output-on-failure --timeout 120
   grep -E "tests passed|Failed|\*\*\*" "$build/test-host.log" | tee -a "$report"
 fi
+# Rank counts: 1, 2 and every local GPU (8 on an 8-GPU node), one GPU per rank; more ranks than
+# GPUs only where NCCL >= 2.30 lets them share one (then 2 on one GPU).
+rank_counts() {
+  local n
+  for n in $(printf '%s\n' 1 2 "$ngpu" | sort -nu); do
+    [ "$n" -ge 1 ] || continue
+    if [ "$n" -gt "$ngpu" ] && [ "$multi_rank" = 0 ]; then
+      echo "skip np=$n: one GPU per rank needed (NCCL < 2.30)" | tee -a "$report" >&2; continue
+    fi
+    echo "$n"
+  done
+}
 if has bench; then
+  # gj vs raw NCCL on the same buffers: the `allreduce nccl` / `allreduce gj` rows, busbw as
+  # nccl-tests computes it (algbw x 2(n-1)/n), and the fusion kernels.
   bench=$(find "$build" -name gj_gpu_bench -type f -perm -u+x | head -1)
-  for np in 1 2; do
-    [ "$np" -gt "$ngpu" ] && [ "$multi_rank" = 0 ] && { say "skip bench np=$np: one GPU per rank needed (NCCL < 2.30)"; continue; }
+  for np in $(rank_counts); do
     run_step "bench-np$np" mpiexec -np "$np" "$bench" ${GJ_GPU_BENCH_ARGS:-}
     cat "$build/bench-np$np.log" >>"$report"
   done
+fi
+if has torch; then
+  # gj.torch on CUDA tensors every time: its CUDA test (exact results, stream order, the
+  # optimizer; a skip is a failure on a GPU), then the training step against DDP over NCCL.
+  torch_python=${GJ_TORCH_PYTHON:-${python:-python3}}
+  torch_device=${GJ_TORCH_DEVICE:-cuda}
+  export PYTHONPATH=$root/bench/torch:$build/collectives/python${PYTHONPATH:+:$PYTHONPATH}
+  export GJ_COLLECTIVES_LIB=$build/collectives/libgj_collectives.so
+  say "torch: $("$torch_python" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "devices", torch.cuda.device_count())' 2>&1 | tail -1)"
+  tnp=$(rank_counts | tail -1)
+  if [ "$torch_device" = cuda ]; then
+    run_step torch-cuda-test mpiexec -np "$tnp" "$torch_python" "$root/tests/torch/cuda_test.py"
+    tail -5 "$build/torch-cuda-test.log" >>"$report"
+  fi
+  run_step "torch-step-np$tnp" mpiexec -np "$tnp" "$torch_python" "$root/bench/torch/step_bench.py" \
+    --device "$torch_device" --steps "${GJ_TORCH_STEPS:-10}" --warmup 2 --models resnet50-shapes,cnn --port 29577
+  grep -E "^(gj\.torch|\|)" "$build/torch-step-np$tnp.log" >>"$report"
 fi
 if [ -n "${GJ_DEVICE_EXTRA:-}" ]; then
   export GJ_COLLECTIVES_LIB=$build/collectives/libgj_collectives.so

@@ -45,6 +45,7 @@ STUB_SSHD = r"""#!/bin/sh
 out="$(dirname "$0")/sshd.argv"
 : > "$out"
 for a in "$@"; do printf '%s\0' "$a" >> "$out"; done
+[ -n "${STUB_SSHD_SLEEP:-}" ] && [ "$1" = -D ] && exec sleep "$STUB_SSHD_SLEEP"
 exit "${STUB_SSHD_EXIT:-0}"
 """
 
@@ -963,6 +964,55 @@ def test_worker_exec_sshd(sb):
     check(sb.recorded("mpiexec") is None, "worker ran mpiexec")
 
 
+FAKE_RANK = r"""
+import os, signal, sys, time
+def stop(sig, frame):
+    open(sys.argv[1], "w").write("stop")
+    time.sleep(0.5)  # "saving a checkpoint"
+    sys.exit(0)
+signal.signal(signal.SIGRTMIN + 1, stop)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_worker_stop(sb):
+    """SIGTERM to a worker pod's gj-mpirun (the pod deleted): it first asks this pod's rank
+    wrappers (the pids noted in GJ_STATE_DIR/ranks) to stop with SIGRTMIN+1, and passes the
+    signal to sshd once they have left (well before GJ_STOP_GRACE): 143. docs/agent.md "Stop requests"."""
+    env = sb.env(role="worker")
+    state = os.path.join(sb.dir, "state-stop")
+    env.update(STUB_SSHD_SLEEP="1002", GJ_STATE_DIR=state, GJ_STOP_GRACE="30")
+    marker = os.path.join(sb.dir, "rank-stopped")
+    rank = subprocess.Popen([sys.executable, "-c", FAKE_RANK, marker], stdout=subprocess.PIPE, text=True)
+    try:
+        check(rank.stdout.readline().strip() == "ready", "the fake rank started")
+        p = subprocess.Popen([GJ, sb.script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 15
+        while (sb.recorded("sshd") or [""])[0] != "-D" and time.time() < deadline:  # not its `sshd -t` check
+            time.sleep(0.05)
+        check((sb.recorded("sshd") or [""])[0] == "-D", "the worker started sshd")
+        # The wrapper's note, as a rank started over ssh would leave it (the state dir exists now).
+        os.makedirs(os.path.join(state, "ranks"), exist_ok=True)
+        open(os.path.join(state, "ranks", str(rank.pid)), "w").close()
+        time.sleep(0.3)
+        sent = time.time()
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=20)
+        took = time.time() - sent
+        try:
+            rank.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        check(os.path.exists(marker), f"the rank wrapper got the stop request:\n{err}")
+        check("asked this pod's 1 rank(s) to stop the job" in err, f"the worker's log says so:\n{err}")
+        check(took < 5, f"sshd got the signal once the rank had left, not after the 30 s grace ({took:.1f} s)")
+        expect_rc(subprocess.CompletedProcess([], p.returncode, "", err), 143, "worker stop")
+    finally:
+        if rank.poll() is None:
+            rank.kill()
+
+
 def test_missing_programs(sb):
     """mpiexec / sshd / ssh-keygen that cannot run: 127 (or 126), one line naming the setting."""
     cases = [
@@ -1191,6 +1241,56 @@ def test_real_mpi_over_ssh(sb):
     check("Accepted publickey for root" in r.stderr, f"mpiexec did not go through our sshd:\n{r.stderr}")
 
 
+def test_preflight_facts(sb):
+    """The static binary's GPU probe (`--preflight-facts`, run on every pod over ssh): NVML opened
+    at run time in a child (EXTRA[0]: the fake NVML, tests/agent/fake_nvml.c), a lost device and
+    ECC errors noted; the driver's proc tree under GJ_GPU_ROOT where NVML is missing; nothing
+    where neither is. And the dry run says what would be checked."""
+    lib = EXTRA[0]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GJ_NVML_LIBRARY": lib, "FAKE_NVML_COUNT": "8",
+           "FAKE_NVML_LOST": "3", "FAKE_NVML_ECC": "5:2", "CUDA_VISIBLE_DEVICES": "0,1",
+           "SSH_CONNECTION": "10.0.0.1 40000 10.0.0.2 22", "GJ_GPU_ROOT": sb.dir}
+    r = sb.run(["--preflight-facts"], env)
+    expect_rc(r, 0, "preflight facts from the fake NVML")
+    out = r.stdout
+    check(out.startswith("gj-facts 1\n") and out.rstrip().endswith("gj-facts-end"), f"not the facts protocol: {out!r}")
+    check("gj-facts-source nvml" in out, f"NVML not used: {out}")
+    gpus = [l for l in out.splitlines() if l.startswith("gj-facts-gpu ")]
+    check(len(gpus) == 7, f"8 devices, one lost: 7 lines expected: {gpus}")
+    check("gj-facts-gpu GPU-fa4e0000-0000-0000-0000-000000000005 00000000:1D:00.0 2 NVIDIA H100 80GB HBM3" in out,
+          f"device 5 with its ECC errors missing: {out}")
+    check("NVML device 3 cannot be opened (error 15: GPU is lost)" in out, f"the lost device not noted: {out}")
+    check("gj-facts-cuda-visible 0,1" in out and "gj-facts-address 10.0.0.2" in out
+          and "gj-facts-ssh-client 10.0.0.1" in out, out)
+    # No NVML: the proc tree under GJ_GPU_ROOT.
+    info = os.path.join(sb.dir, "proc/driver/nvidia/gpus/0000:07:00.0")
+    os.makedirs(info)
+    sb._write(os.path.join(info, "information"), "Model: \t\t NVIDIA A100\nGPU UUID: \t GPU-77\nBus Location: \t 0000:07:00.0\n", 0o644)
+    os.makedirs(os.path.join(sb.dir, "sys/class/infiniband/mlx5_0"))
+    env["GJ_NVML_LIBRARY"] = os.path.join(sb.dir, "no-such-libnvidia-ml.so.1")
+    r = sb.run(["--preflight-facts"], env)
+    expect_rc(r, 0, "preflight facts from the proc tree")
+    check("gj-facts-source proc" in r.stdout and "gj-facts-gpu GPU-77 0000:07:00.0 -1 NVIDIA A100" in r.stdout, r.stdout)
+    check("gj-facts-rdma mlx5_0" in r.stdout, r.stdout)
+    env["GJ_GPU_ROOT"] = os.path.join(sb.dir, "bin")
+    r = sb.run(["--preflight-facts"], env)
+    check("gj-facts-source none" in r.stdout and "gj-facts-gpu" not in r.stdout, r.stdout)
+    # The dry run: what would be checked, per layout.
+    gpu_job = sb.env(master_gpu="8", worker_gpu="8")
+    gpu_job.pop("GJ_NO_WAIT")  # the checks need the readiness gate
+    r = sb.run(["--dry-run", sb.py], gpu_job)
+    expect_rc(r, 0, "dry run of a GPU job")
+    check(re.search(r"^# preflight: GPUs: .*>= 8.*exit 8", r.stdout, re.M), f"no GPU line: {r.stdout}")
+    check(re.search(r"^# preflight: network: 3 pods", r.stdout, re.M), f"no network line: {r.stdout}")
+    check(re.search(r"^# preflight: NCCL: ", r.stdout, re.M), f"no NCCL line: {r.stdout}")
+    check("nccl=" in r.stdout, f"the ranks' spec lacks the NCCL folder: {r.stdout}")
+    off = dict(gpu_job, GJ_PREFLIGHT="off")
+    r = sb.run(["--dry-run", sb.py], off)
+    check("# preflight: off" in r.stdout and "nccl=" not in r.stdout, r.stdout)
+    r = sb.run(["--dry-run", sb.py], sb.env(master_gpu="8", worker_gpu="8"))
+    check("# preflight: GPU and network checks skipped with the readiness gate (--no-wait)" in r.stdout, r.stdout)
+
+
 def main():
     global GJ, EXTRA
     GJ = os.path.abspath(sys.argv[1])
@@ -1200,7 +1300,7 @@ def main():
     names = sorted(tests) if name == "all" else [name]
     failed = skipped = 0
     for n in names:
-        if n in ("real_mpi_job", "real_mpi_over_ssh") and not EXTRA:
+        if n in ("real_mpi_job", "real_mpi_over_ssh", "preflight_facts") and not EXTRA:
             continue
         sb = Sandbox()
         try:

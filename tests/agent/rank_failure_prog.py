@@ -21,7 +21,8 @@ fd = os.environ.get("GJ_RANK_MONITOR_FD")
 lib = socket.socket(fileno=int(fd)) if fd else None
 if lib is not None and not (plain and rank == 0):
     lib.sendall(f"hello rank={rank} size={os.environ['WORLD_SIZE']}\n".encode())
-print(f"RANK {rank} up monitor_fd={fd}", flush=True)
+print(f"RANK {rank} up monitor_fd={fd} restart={os.environ.get('GJ_RESTART_COUNT')}/"
+      f"{os.environ.get('TORCHELASTIC_RESTART_COUNT')}/{os.environ.get('TORCHELASTIC_MAX_RESTARTS')}", flush=True)
 
 
 def read_until(word, timeout):

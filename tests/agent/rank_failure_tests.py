@@ -187,6 +187,24 @@ def main():
             for r in (0, 1):
                 check(f"RANK {r} end: end status=ok" in p.stdout, f"rank {r} did not get end status=ok\n{out}")
             check(termination_log(env) == "", "a healthy job wrote the termination log")
+        elif case == "restart_every":
+            # --max-restarts 2 and a rank that fails on every attempt: three attempts, three
+            # summaries, one line per restart, then exit 7 with the last attempt's summary.
+            env["GJ_MAX_RESTARTS"] = "2"
+            p, _ = run(gj, "exit3-plain", env)
+            out = p.stdout + p.stderr
+            check(p.returncode == 7, f"gj-mpirun exit {p.returncode}, want 7\n{out}")
+            heads = [m for m in map(SUMMARY.search, p.stderr.splitlines()) if m]
+            check(len(heads) == 3, f"want 3 summaries (one per attempt), got {len(heads)}\n{out}")
+            for k in (1, 2):
+                check(re.search(rf"attempt {k} of 3 failed after [0-9.]+ s \(rank failure: rank 1 .*exited with code 3"
+                                rf".*\); starting attempt {k + 1} of 3", p.stderr), f"no restart line after attempt {k}\n{out}")
+            check("attempt 3 of 3 failed" in p.stderr and "it was the last" in p.stderr, f"no last-attempt line\n{out}")
+            for k in range(3):
+                for r in (0, 1):
+                    check(f"RANK {r} up monitor_fd=" in p.stdout and re.search(rf"^RANK {r} up .* restart={k}/{k}/2$", p.stdout, re.M),
+                          f"rank {r} of attempt {k + 1} did not see GJ_RESTART_COUNT={k}\n{out}")
+            check(p.stderr.count("gj-mpirun exits with 7") == 1, f"want one exit line\n{out}")
         elif case == "plain":
             # Rank 0 without the library would wait forever: the master ends the job itself.
             p, ended = run(gj, "exit3-plain", env)

@@ -11,8 +11,11 @@ drift silently:
             no torch, no benchmarks) is reported and not counted;
   defaults  every GJ_* variable a doc gives a default for (a table with a "default" column,
             or "`GJ_X` (default Y)") has the default of the one table that defines it:
-            collectives/src/config.h (the GJ_COLL_* comments) and agent/src/settings.cpp
-            (the agent's rows; constants from agent/src/common/defaults.h).
+            collectives/src/config.h (the GJ_COLL_* comments) and agent/src/core/settings.cpp
+            (the agent's rows; constants from agent/src/common/defaults.h);
+  layout    docs/architecture.md's tables: every file a row names exists (bare names in the
+            row's folders), and what a row says a folder or an agent library may use is what
+            its files #include (layout_rule.py; its test: docs.layout_rule).
 
 Usage: check_docs.py REPO BUILD   (exit 0 ok, 1 drift found: every finding on its own line,
 naming the doc, its line, what it says and what the tree has).
@@ -22,6 +25,9 @@ import os
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import layout_rule  # noqa: E402
 
 REPO, BUILD = sys.argv[1], sys.argv[2]
 
@@ -171,7 +177,7 @@ def config_defaults():
     if os.path.exists(defaults_h):
         for name, value in re.findall(r"constexpr [\w\s\*]+?\b(k\w+)\s*=\s*([^;]+);", open(defaults_h).read()):
             consts[name] = unquote(value.strip())
-    settings = os.path.join(REPO, "agent/src/settings.cpp")
+    settings = os.path.join(REPO, "agent/src/core/settings.cpp")
     if os.path.exists(settings):
         src = open(settings).read()
         for alias, name in re.findall(r"const std::string (k\w+) = std::to_string\(defaults::(k\w+)\)", src):
@@ -220,7 +226,7 @@ def compare(doc, number, var, said, table):
     if var not in table or not said or said.startswith("(") or said in ("-", ""):
         return
     if normal(said) != normal(table[var]):
-        where = "collectives/src/config.h" if var.startswith("GJ_COLL_") else "agent/src/settings.cpp"
+        where = "collectives/src/config.h" if var.startswith("GJ_COLL_") else "agent/src/core/settings.cpp"
         findings.append(f"{rel(doc)}:{number}: says {var} defaults to {said.strip()}; {where} has {table[var]}")
 
 
@@ -236,6 +242,8 @@ def main():
         check_paths(doc, lines)
         check_ctest(doc, lines, names)
         check_defaults(doc, lines, table)
+        if rel(doc) == os.path.join("docs", "architecture.md"):
+            findings.extend(layout_rule.check(REPO, rel(doc), lines))
     for note in notes:
         print("note:", note)
     for finding in findings:

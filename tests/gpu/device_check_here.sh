@@ -8,7 +8,8 @@
 # the GPU build against the wheel layout; with GJ_DEVICE_CHECK_FULL=1 also build the library and
 # the C++ example and run it on 2 ranks with the relocated Open MPI (minutes: a whole library
 # build). With GJ_DEVICE_CHECK_EMULATED=1 the whole check end to end against the emulation
-# (docs/gpu.md, "Emulation"): a fake nvidia-smi reporting two H200s, every step but the benchmark,
+# (docs/gpu.md, "Emulation"): a fake nvidia-smi reporting two H200s, every step but the benchmark
+# (the torch step on the CPU),
 # and the key device tests taken from the label gpu (the device tests built against the emulated
 # runtime and the test NCCL) instead of gpu-real; the report must say ok. Needs root and
 # unshare -m; otherwise, or without the Debian mirror, exit 77 (SKIP).
@@ -58,7 +59,10 @@ steps=unpack,configure
 [ "${GJ_DEVICE_CHECK_FULL:-0}" = 1 ] && steps=unpack,configure,smoke
 label=gpu-real
 if [ "${GJ_DEVICE_CHECK_EMULATED:-0}" = 1 ]; then
-  steps=unpack,configure,build,test label=gpu
+  steps=unpack,configure,build,test,torch label=gpu
+  # The emulation has no torch CUDA: the torch step runs gj.torch vs DDP on the CPU (the step's
+  # plumbing: the relocated Open MPI, the built package), with the system's torch.
+  export GJ_TORCH_DEVICE=cpu GJ_TORCH_PYTHON=${GJ_TORCH_PYTHON:-/usr/bin/python3} GJ_TORCH_STEPS=2
   export GJ_STEP_TIMEOUT_S=${GJ_STEP_TIMEOUT_S:-1800}  # a whole build on a shared 2-core machine
   # nvidia-smi as the GPU machine's answers it (the emulated runtime has 2 devices per rank).
   mkdir -p "$work/fakebin"
@@ -94,6 +98,8 @@ if [ "${GJ_DEVICE_CHECK_EMULATED:-0}" = 1 ]; then
   want "^ok   build "
   want "^ok   test-gpu "
   want "^ok   test-host "
+  want "^ok   torch-step-np2 "
+  want "^\\| resnet50-shapes \\| "
   want "^device-check: ok in"
   if grep -q "key device test" "$work/report.txt"; then echo "FAIL: a key device test did not run and pass"; fail=1; fi
 fi

@@ -21,6 +21,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -118,6 +119,15 @@ void alltoall_empty(gjComm_t comm, int rank) {
   expect(host == gjSuccess && x == 3.0f, "alltoall with an empty rank: the ranks are still in step");
 }
 
+// Whether the NCCL the library loads lets two ranks share a device: 2.30+ with
+// NCCL_MULTI_RANK_GPU_ENABLE=1 (the device check exports it where NCCL is that new). Then
+// "shared" and "too_many" must work instead of being refused.
+bool sharing_allowed() {
+  int version = 0;
+  const char* enable = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  return gjNcclVersion(&version) == gjSuccess && version >= 23000 && enable != nullptr && std::strcmp(enable, "1") == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,7 +155,8 @@ int main(int argc, char** argv) {
   }
   gjComm_t comm = nullptr;
   const gjResult_t init = gjCommInitWorld(&comm);
-  if (order == "too_many") {
+  const bool shared_ok = sharing_allowed();
+  if (order == "too_many" && !shared_ok) {
     const std::string why = gjGetLastError(nullptr);
     int world_rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -176,7 +187,12 @@ int main(int argc, char** argv) {
     if (const std::string e = gj::test::use_local_device(device); !e.empty()) std::fprintf(stderr, "%s\n", e.c_str());
   }
   std::string error;
-  if (order == "shared") {
+  if (order == "shared" && shared_ok) {
+    cuda_ok(cudaSetDevice(0), "cudaSetDevice(0)");
+    const bool ok = device_allreduce(comm, rank, size, &error);
+    expect(ok, "two ranks on one device with NCCL >= 2.30 and NCCL_MULTI_RANK_GPU_ENABLE=1: the allreduce works: " +
+                   error);
+  } else if (order == "shared") {
     cuda_ok(cudaSetDevice(0), "cudaSetDevice(0)");
     const bool ok = device_allreduce(comm, rank, size, &error);
     expect(!ok && error.rfind("unsupported: ", 0) == 0 && error.find("both use the CUDA device") != std::string::npos,

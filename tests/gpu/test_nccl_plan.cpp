@@ -84,3 +84,14 @@ TEST_CASE("describe names the call, count, dtype and op or root") {
         "ncclAllReduce(count=1024, dtype=bf16, op=avg)");
   CHECK(gj::nccl::describe({"ncclBroadcast", 0, gjUint8, gjSum, 3}) == "ncclBroadcast(count=0, dtype=u8, root=3)");
 }
+
+TEST_CASE("poll_pause_us: yields for 2 ms, then sleeps at most 1/32 of the wait so far, 20 us to 1 ms") {
+  using gj::nccl::poll_pause_us;
+  CHECK(poll_pause_us(0) == 0);
+  CHECK(poll_pause_us(1999) == 0);
+  CHECK(poll_pause_us(2000) == 62);
+  CHECK(poll_pause_us(3200) == 100);  // 3 % of 3.2 ms, not a fixed 200 us
+  CHECK(poll_pause_us(32000) == 1000);
+  CHECK(poll_pause_us(10000000) == 1000);
+  for (long t = 2000; t < 100000; t += 777) CHECK(poll_pause_us(t) * 32 <= t + 32 * 20);
+}

@@ -7,7 +7,10 @@
 //   FAIL <r> exit=<code>                               with --fail, the failing rank, before it exits
 //   ALLREDUCE_TIME n=<n> median_us=<t>                 with --time N, rank 0: N timed 4-byte allreduces
 // Usage: mh_probe [--env NAME]... [--affinity] [--time N] [--loop SECONDS] [--exit CODE] [--fail RANK CODE]
+//                 [--abort RANK CODE]
 // --affinity adds cpus=<how many CPUs the rank may run on> to its RANK line (a rank pinned to a core: 1).
+// --abort R C: rank R prints a line on stderr and calls MPI_Abort(MPI_COMM_WORLD, C) after the
+// first allreduce.
 // --loop keeps doing allreduces (1 per 200 ms) so a lost rank or host stalls or fails the job,
 // which is what the kill tests need. --fail R C: rank R exits with C after the first allreduce,
 // without MPI_Finalize (a training script that dies), while the others go on; C < 0: rank R
@@ -123,7 +126,7 @@ int main(int argc, char** argv) {
   int n_env = 0;
   double loop_seconds = 0;
   int exit_code = 0;
-  int fail_rank = -1, fail_code = 0;
+  int fail_rank = -1, fail_code = 0, fail_abort = 0;
   int show_affinity = 0;
   long timed = 0;
   for (int i = 1; i < argc; ++i) {
@@ -140,8 +143,12 @@ int main(int argc, char** argv) {
     } else if (strcmp(argv[i], "--fail") == 0 && i + 2 < argc) {
       fail_rank = atoi(argv[++i]);
       fail_code = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--abort") == 0 && i + 2 < argc) {
+      fail_rank = atoi(argv[++i]);
+      fail_code = atoi(argv[++i]);
+      fail_abort = 1;
     } else {
-      fprintf(stderr, "mh_probe: unknown argument '%s'; usage: mh_probe [--env NAME]... [--affinity] [--time N] [--loop S] [--exit CODE] [--fail RANK CODE]\n",
+      fprintf(stderr, "mh_probe: unknown argument '%s'; usage: mh_probe [--env NAME]... [--affinity] [--time N] [--loop S] [--exit CODE] [--fail RANK CODE] [--abort RANK CODE]\n",
               argv[i]);
       return 2;
     }
@@ -172,6 +179,13 @@ int main(int argc, char** argv) {
   if (sum != expected) {
     fprintf(stderr, "ALLREDUCE wrong on rank %d: sum=%ld expected=%ld\n", rank, sum, expected);
     MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  if (rank == fail_rank && fail_abort) {
+    printf("FAIL %d exit=abort\n", rank);
+    fflush(stdout);
+    fprintf(stderr, "mh_probe: rank %d calls MPI_Abort with errorcode %d\n", rank, fail_code);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, fail_code);
   }
   if (rank == fail_rank) {
     printf("FAIL %d exit=%d\n", rank, fail_code);

@@ -29,6 +29,7 @@ else
   np=5 placement=$job-launcher:1,$job-worker-0:2,$job-worker-1:2
 fi
 chmod 0444 "$MH_ETC_MPI/hostfile"
+pod_env+=(GJ_PREFLIGHT="${MH_PREFLIGHT:-off}")  # as mh_platform_env: only s18_preflight.sh tests the checks
 for w in "$job-worker-0" "$job-worker-1"; do mh_pod_start "$w" K_MPI_JOB_ROLE=worker "${pod_env[@]}" -- "$MH_GJ" "$MH_PROG"; done
 mh_pod_start "$job-launcher" K_MPI_JOB_ROLE=launcher "${pod_env[@]}" "${launcher_env[@]}" -- "$MH_GJ" "${args[@]}" "$MH_PROG"
 mh_pod_wait "$job-launcher" 45

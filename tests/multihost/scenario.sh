@@ -16,14 +16,17 @@ mh_scenario_init() {
 }
 
 # mh_platform_env <pod> <master cpu> <master gpu> <worker cpu> <worker gpu>: sets MH_ENV to
-# the variables the platform writes into that pod; MPI_HOST (the workers' <pod>.<job>, in
+# the variables the platform writes into that pod, and GJ_PREFLIGHT=off (MH_PREFLIGHT to change
+# it): the pre-flight checks cost every job start a second of ssh and measurement, which only
+# s18_preflight.sh tests (it passes GJ_PREFLIGHT=on, after these, so it wins); MPI_HOST (the workers' <pod>.<job>, in
 # order, no slots) only on the master, as Volcano's mpi plugin does.
 mh_platform_env() {
   local pod=$1 role=worker workers=$((${#MH_PODS[@]} - 1)) hosts="" i
   case "$pod" in *-master-*) role=master ;; esac
   MH_ENV=(GJ_TRAINING_ROLE="$role" GJ_TRAINING_VC_JOB_NAME="$MH_JOB" GJ_TRAINING_POD_NAME="$pod"
     GJ_TRAINING_MASTER_CPU_LIMIT="$2" GJ_TRAINING_MASTER_GPU_LIMIT="$3" GJ_TRAINING_MASTER_REPLICAS=1
-    GJ_TRAINING_WORKER_CPU_LIMIT="$4" GJ_TRAINING_WORKER_GPU_LIMIT="$5" GJ_TRAINING_WORKER_REPLICAS="$workers")
+    GJ_TRAINING_WORKER_CPU_LIMIT="$4" GJ_TRAINING_WORKER_GPU_LIMIT="$5" GJ_TRAINING_WORKER_REPLICAS="$workers"
+    GJ_PREFLIGHT="${MH_PREFLIGHT:-off}")
   if [ "$role" = master ] && [ "$workers" -gt 0 ]; then
     for ((i = 0; i < workers; i++)); do hosts+="${hosts:+,}$MH_JOB-worker-$i.$MH_JOB"; done
     MH_ENV+=(MPI_HOST="$hosts")

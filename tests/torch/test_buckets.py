@@ -19,3 +19,11 @@ def test_groups():
         plan_buckets([1] * 3, ["f"] * 3, groups=[[0], [0]])
     with pytest.raises(ValueError, match="positive"):
         plan_buckets([1], ["f"], groups=0)
+
+
+def test_bucket_bytes_default_by_device():
+    # CUDA parameters get larger buckets (NCCL's bandwidth curve); the variable overrides both.
+    from gj.torch.optimizer import DEFAULT_DEVICE_BUCKET_BYTES, _bucket_bytes
+    assert _bucket_bytes({}, cuda=True) == DEFAULT_DEVICE_BUCKET_BYTES == 25 << 20
+    assert _bucket_bytes({}, cuda=False) == 4 << 20
+    assert _bucket_bytes({"GJ_TORCH_BUCKET_BYTES": "1024"}, cuda=True) == 1024

@@ -108,3 +108,72 @@ def test_elastic_sampler_resumes_without_repeats(world):
     rest = set(i for s in hvd.allgather_object(list(sampler)) for i in s)
     assert done.isdisjoint(rest) and done | rest == set(data)
     assert sampler.state_dict()["epoch"] == 1
+
+
+def _shared_dir(tmp_path_factory):
+    """A folder every rank names the same (rank 0's, broadcast; the ranks share this machine)."""
+    path = str(tmp_path_factory.mktemp("persist")) if hvd.rank() == 0 else None
+    return hvd.broadcast_object(path, root_rank=0)
+
+
+def test_stop_requested_is_false_on_every_rank_without_a_stop(world):
+    assert [hvd.stop_requested() for _ in range(3)] == [False, False, False]
+
+
+def test_persist_to_writes_on_rank0_atomically_and_every_rank_loads_it(world, tmp_path_factory):
+    import os
+    r, n = world
+    path = os.path.join(_shared_dir(tmp_path_factory), "state.pkl")
+    model = _model(7)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    state = hvd.elastic.TorchState(model, opt, epoch=0)
+    assert state.persist_to(path, every=2) is False  # nothing to load yet
+    state.epoch = 1
+    state.commit()
+    hvd.barrier()
+    assert not os.path.exists(path)  # every=2: not after the first commit
+    model(torch.ones(1, 3)).sum().backward()
+    opt.step()  # momentum buffers exist now
+    state.epoch = 2
+    state.commit()
+    hvd.barrier()
+    assert os.path.exists(path)
+    assert [f for f in os.listdir(os.path.dirname(path)) if f != "state.pkl"] == []  # no temporary left
+    fresh_model = _model(99)
+    fresh_opt = torch.optim.SGD(fresh_model.parameters(), lr=0.1, momentum=0.9)
+    fresh = hvd.elastic.TorchState(fresh_model, fresh_opt, epoch=0)
+    assert fresh.persist_to(path) is True
+    assert fresh.epoch == 2
+    assert torch.equal(fresh_model.weight, model.weight)
+    assert torch.equal(fresh_opt.state_dict()["state"][0]["momentum_buffer"], opt.state_dict()["state"][0]["momentum_buffer"])
+    hvd.barrier()
+
+
+def test_commit_on_a_stop_request_saves_and_ends_run(world, tmp_path_factory, monkeypatch):
+    import os
+    import pickle
+    path = os.path.join(_shared_dir(tmp_path_factory), "stop.pkl")
+    stop_at = {"commit": 3}
+    commits = []
+
+    def fake_stop_requested():  # the agreed answer stop_requested() gives: the same on every rank
+        return len(commits) >= stop_at["commit"]
+
+    monkeypatch.setattr(hvd.elastic.State, "default_stop_requested", staticmethod(fake_stop_requested))
+    state = hvd.elastic.ObjectState(step=0)
+    state.persist_to(path)
+
+    @hvd.elastic.run
+    def train(state):
+        for step in range(1, 100):
+            state.step = step
+            commits.append(step)
+            state.commit()
+        return "finished"
+
+    assert train(state) is None  # ended at the stop, not run to its end
+    assert commits == [1, 2, 3]
+    hvd.barrier()
+    with open(path, "rb") as f:
+        assert pickle.load(f)["objects"] == {"step": 3}
+    hvd.barrier()

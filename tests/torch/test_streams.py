@@ -13,6 +13,7 @@ class FakeStreams:
     def __init__(self):
         self.now = "s0"  # the current stream, as the test sets it
         self.waits, self.records = [], []
+        self.capture = False  # torch.cuda.is_current_stream_capturing(), as the test sets it
 
     def applies(self, tensor):
         return True
@@ -25,6 +26,9 @@ class FakeStreams:
 
     def record(self, tensor, stream):
         self.records.append((tensor.data_ptr(), stream))
+
+    def capturing(self, tensor):
+        return self.capture
 
 
 @pytest.fixture
@@ -82,3 +86,13 @@ def test_blocking_calls_keep_their_tensors_alive_on_the_stream_used(fake, world)
     rs = hvd.reducescatter(torch.ones(n), op=hvd.Sum)
     for out in (g, b, rs):
         assert out.data_ptr() in {ptr for ptr, s in fake.records if s == "main"}
+
+
+def test_a_step_under_cuda_graph_capture_is_refused_by_name(fake, world):
+    a = torch.nn.Parameter(torch.ones(2))
+    opt = hvd.DistributedOptimizer(torch.optim.SGD([a], lr=0.1), named_parameters=[("a", a)])
+    fake.capture = True
+    a.sum().backward()
+    with pytest.raises(RuntimeError, match="cannot be captured in a CUDA graph"):
+        opt.synchronize()
+    fake.capture = False

@@ -118,3 +118,26 @@ def test_errors(world):
         bn(torch.ones(3))
     with pytest.raises(ValueError, match="3 channels"):
         hvd.SyncBatchNorm(4)(torch.ones(2, 3))
+
+
+def test_no_host_sync_in_forward_or_backward(world, monkeypatch):
+    # Every way a device value reaches the host (a host synchronization on CUDA tensors) is
+    # counted while a training step runs forward and backward: none may happen.
+    r, n = world
+    reads = []
+
+    def counting(name, original):
+        def read(self, *args, **kwargs):
+            reads.append(name)
+            return original(self, *args, **kwargs)
+        return read
+
+    sync = hvd.SyncBatchNorm(3, momentum=0.3).double()
+    x = _batch(r, 4, (3, 5))
+    for name in ("item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy", "cpu"):
+        monkeypatch.setattr(torch.Tensor, name, counting(name, getattr(torch.Tensor, name)))
+    y = sync(x)
+    y.backward(_upstream(r, 4, (3, 5)))
+    monkeypatch.undo()
+    assert reads == [], f"SyncBatchNorm read device values on the host: {reads}"
+    assert x.grad is not None and sync.weight.grad is not None

@@ -14,6 +14,7 @@ inline constexpr int kBadPlan = 4;           // inputs valid but no runnable pla
 inline constexpr int kWorkersUnreachable = 5;// readiness deadline passed; names each host
 inline constexpr int kSetupFailed = 6;       // sshd/keys/state-dir preparation failed
 inline constexpr int kRankFailed = 7;        // a rank failed (exit code, signal, pod lost): the log's summary says which
+inline constexpr int kPreflightFailed = 8;   // a pre-flight check failed before mpiexec: a pod short of GPUs, ECC errors, (strict) a slow pod or link
 inline constexpr int kNotExecutable = 126;   // found but cannot be executed
 inline constexpr int kNotFound = 127;        // sshd, mpiexec, python or the script not found
 

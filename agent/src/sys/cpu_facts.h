@@ -1,11 +1,11 @@
 // What this process may use of the node's CPUs: the size of its affinity mask (the pod's
-// cpuset) and its cgroup's CPU quota. The decisions made from them are pure (cpu_binding.h).
+// cpuset) and its cgroup's CPU quota. The decisions made from them are the planning core's (core/cpu_binding.h).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "cpu_binding.h"
+#include "cgroup_cpu.h"
 
 namespace gj {
 

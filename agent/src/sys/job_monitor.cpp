@@ -18,8 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "agent_error.h"
 #include "exit_codes.h"
 #include "internal.h"
+#include "metrics_server.h"
 #include "monitor_line.h"
 #include "readiness.h"
 #include "warnings.h"
@@ -111,9 +113,21 @@ struct JobMonitor::State {
   std::string token = random_token();
   std::vector<std::string> addresses = local_addresses();
   std::atomic<bool> end{false};
+  // The stop request (request_stop): asked once, told to each wrapper once.
+  std::atomic<bool> stop_asked{false};
+  std::mutex stop_m;
+  std::string stop_reason;
+  std::set<int> stop_told;
+  std::atomic<std::size_t> stop_pollers{0};
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> drain_until_ns{0};  // steady clock; 0: not draining
   JobWatch watch{token};
+  JobView view;
+  // The endpoint's text, rendered by the loop once a second (the view is the loop's alone).
+  std::mutex metrics_m;
+  std::string metrics_text;
+  std::chrono::steady_clock::time_point next_metrics{};
+  std::unique_ptr<MetricsServer> metrics;
   std::map<int, Conn> conns;  // by id
   std::map<int, std::string> peers;  // by id, kept after the connection closes
   int next_id = 1;
@@ -126,6 +140,26 @@ struct JobMonitor::State {
     }
     for (int id : step.close) drop(id, false);
     if (step.job_failed_now) end = true;
+    if (step.stop_request && !stop_asked) {
+      warn("job monitor: " + *step.stop_request + "; asking every rank to stop");
+      std::lock_guard<std::mutex> lock(stop_m);
+      stop_reason = *step.stop_request;
+      stop_asked = true;
+    }
+  }
+
+  // Every started wrapper hears the stop request once (pass_stop: also those that start later).
+  void pass_stop() {
+    stop_pollers = watch.running_polling_stop();
+    if (!stop_asked) return;
+    std::string reason;
+    {
+      std::lock_guard<std::mutex> lock(stop_m);
+      reason = stop_reason;
+    }
+    for (auto& [id, c] : conns)
+      if (watch.ranks().count(id) != 0 && stop_told.insert(id).second)
+        c.out += format_monitor_line("stop", {}, reason) + "\n";
   }
 
   // how: for the summary, how the connection ended ("closed", "went silent (...)", ...).
@@ -134,7 +168,46 @@ struct JobMonitor::State {
     if (it == conns.end()) return;
     ::close(it->second.fd);
     conns.erase(it);
+    view.on_gone(id);
     if (tell_watch) apply(watch.on_drop(id, realtime_ns(), how));
+  }
+
+  static std::int64_t steady_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // The view's part of a line from a started wrapper (progress, samples, diagnoses).
+  void to_view(int id, const std::string& text) {
+    const auto r = watch.ranks().find(id);
+    if (r == watch.ranks().end()) return;
+    const auto line = parse_monitor_line(text);
+    if (!line) return;
+    if (line->verb == "exit") {
+      view.on_gone(id);
+      return;
+    }
+    view.on_line(id, RankIdentity{r->second.rank, r->second.local_rank, r->second.pod}, *line, steady_ms());
+  }
+
+  void view_tick() {
+    ViewStep step = view.tick(steady_ms());
+    if (metrics && std::chrono::steady_clock::now() >= next_metrics) {
+      next_metrics = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      std::string text = view.prometheus_text(watch.failing());
+      std::lock_guard<std::mutex> lock(metrics_m);
+      metrics_text = std::move(text);
+    }
+    for (int id : step.diagnose) {
+      auto it = conns.find(id);
+      if (it != conns.end()) it->second.out += "diag\n";
+    }
+    for (const auto& line : step.warn_lines) warn(line);
+    for (const auto& line : step.info_lines) {
+      if (options.info) options.info(line);
+      else warn(line);
+    }
+    for (auto& h : step.hung) apply(watch.on_hang(h.conn, realtime_ns(), std::move(h.what), std::move(h.stack)));
   }
 
   void flush(int id) {
@@ -171,6 +244,7 @@ struct JobMonitor::State {
         c.heard = std::chrono::steady_clock::now();
         for (const auto& line : take_lines(c.in)) {
           apply(watch.on_line(id, line, realtime_ns()));
+          to_view(id, line);
           if (conns.find(id) == conns.end()) return;  // closed by the step
         }
         continue;
@@ -234,6 +308,8 @@ struct JobMonitor::State {
         if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) read_from(ids[i]);
       }
       check_silence();
+      if (!watch.failing()) view_tick();
+      pass_stop();
       for (auto& [id, c] : conns) flush(id);
       // A failed rank's wrapper waits for its peers to be told and to end (rank_guard.h); once
       // no rank with the library is left to raise, closing the departed ranks' connections lets
@@ -260,6 +336,7 @@ struct JobMonitor::State {
 JobMonitor::JobMonitor(MonitorOptions options) : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.watch = JobWatch(s.token, options.master_pod);
+  s.view = JobView(options.view);
   s.options = std::move(options);
   const bool v6 = std::any_of(s.addresses.begin(), s.addresses.end(), [](const std::string& a) { return a.find(':') != std::string::npos; });
   s.listen_fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -294,11 +371,22 @@ JobMonitor::JobMonitor(MonitorOptions options) : state_(std::make_unique<State>(
   s.port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                               : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   if (::pipe2(s.wake, O_CLOEXEC | O_NONBLOCK) != 0) throw_syscall_error("pipe2 (the job monitor)", errno);
+  if (s.options.metrics_port > 0) {
+    try {
+      s.metrics = std::make_unique<MetricsServer>(s.options.metrics_port, [&s] {
+        std::lock_guard<std::mutex> lock(s.metrics_m);
+        return s.metrics_text;
+      });
+    } catch (const LaunchError& e) {
+      warn("job monitor: no metrics endpoint: " + e.message);
+    }
+  }
   s.thread = std::thread([&s] { s.loop(); });
 }
 
 JobMonitor::~JobMonitor() {
   State& s = *state_;
+  s.metrics.reset();
   s.stop = true;
   if (s.wake[1] >= 0) {
     ssize_t n = ::write(s.wake[1], "x", 1);
@@ -316,6 +404,18 @@ std::string JobMonitor::endpoint() const {
   return out;
 }
 
+bool JobMonitor::request_stop(const std::string& reason) {
+  State& s = *state_;
+  {
+    std::lock_guard<std::mutex> lock(s.stop_m);
+    if (s.stop_reason.empty()) s.stop_reason = reason;
+  }
+  s.stop_asked = true;
+  ssize_t n = ::write(s.wake[1], "x", 1);
+  (void)n;
+  return s.stop_pollers.load() > 0;
+}
+
 const std::atomic<bool>& JobMonitor::end_requested() const { return state_->end; }
 
 JobWatch JobMonitor::finish(std::chrono::milliseconds drain) {
@@ -328,6 +428,8 @@ JobWatch JobMonitor::finish(std::chrono::milliseconds drain) {
   s.conns.clear();
   return s.watch;
 }
+
+std::vector<std::string> JobMonitor::end_lines() const { return state_->view.end_lines(); }
 
 std::set<std::string> JobMonitor::pods_still_up(const JobWatch& watch) const {
   const auto candidates = watch.dropped_pods();

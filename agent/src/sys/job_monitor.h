@@ -7,10 +7,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "job_view.h"
 #include "job_watch.h"
 
 namespace gj {
@@ -23,6 +26,13 @@ struct MonitorOptions {
   // probe's time adds to a failed job's end (pods_still_up), so it is short.
   std::chrono::milliseconds silence{std::chrono::seconds(10)};
   std::chrono::milliseconds probe{std::chrono::seconds(1)};
+  // Inside the running job (job_view.h): hang lines, the hang timeout, status lines.
+  ViewOptions view;
+  // Where the status lines go (the agent's log at info); hang lines are warnings (warnings.h).
+  std::function<void(const std::string&)> info;
+  // The Prometheus endpoint's port (metrics_server.h); 0: none. One that cannot listen is a
+  // warning, not a failed job.
+  int metrics_port = 0;
 };
 
 class JobMonitor {
@@ -37,6 +47,11 @@ class JobMonitor {
   // For --rank-exec's --monitor: "<port>,<token>,<address>,...", this pod's addresses other
   // than loopback first, loopback last.
   std::string endpoint() const;
+  // Asks every rank to stop: `stop reason=...` to every wrapper (and to those that connect
+  // later), which passes it to its program's library (gj::peer::stop_requested_locally()).
+  // Thread-safe. Returns whether some running rank's program polls for a stop request (its
+  // library said `stoppoll`): then it is worth the stop grace. docs/agent.md "Stop requests".
+  bool request_stop(const std::string& reason);
   // Set on the first failure; the supervisor ends the job when it is.
   const std::atomic<bool>& end_requested() const;
   // After mpiexec has exited: waits up to `drain` for the wrappers still connected to report
@@ -48,6 +63,8 @@ class JobMonitor {
   // sshd answers (at the address their wrappers connected from) within options.probe. Those
   // pods are up; JobWatch::report takes them as such. Empty when there is nothing to tell apart.
   std::set<std::string> pods_still_up(const JobWatch& watch) const;
+  // After finish(): one line per rank (JobView::end_lines).
+  std::vector<std::string> end_lines() const;
 
  private:
   struct State;

@@ -15,11 +15,14 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <iterator>
 #include <optional>
+#include <vector>
 
 #include "child_exit.h"
 #include "failure_summary.h"
 #include "internal.h"
+#include "local_ranks.h"
 #include "monitor_line.h"
 #include "spawn.h"
 #include "termination_log.h"
@@ -37,10 +40,14 @@ constexpr auto kFailureLinger = std::chrono::milliseconds(2000);
 constexpr auto kPingInterval = std::chrono::seconds(1);
 constexpr auto kConnectTimeout = std::chrono::milliseconds(1500);
 constexpr std::size_t kTailLineMax = 400;
+constexpr std::size_t kStackLinesMax = 200;
 
 volatile sig_atomic_t g_program_pid = 0;
 volatile sig_atomic_t g_early_signal = 0;  // arrived before the program's pid was known
 volatile sig_atomic_t g_termination = 0;   // a launcher's SIGTERM/SIGINT/SIGHUP/SIGQUIT arrived
+volatile sig_atomic_t g_stop_asked = 0;    // this pod's gj-mpirun asked for a stop (local_ranks.h)
+
+extern "C" void note_stop(int) { g_stop_asked = 1; }
 
 extern "C" void pass_on(int sig) {
   if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT) g_termination = sig;
@@ -173,12 +180,113 @@ void write_raw(int fd, const char* data, std::size_t n) {
   }
 }
 
+// What the library may tell the master through the wrapper (docs/agent.md "Rank failures",
+// "Stop requests", "Hangs").
+bool from_library_verb(const std::string& verb) {
+  return verb == "hello" || verb == "leave" || verb == "fail" || verb == "stoppoll" || verb == "set" || verb == "prog";
+}
+
+// What /proc/<pid>/stat says of a process (proc(5)); state 0 when it cannot be read.
+struct ProcSample {
+  char state = 0;
+  std::int64_t cpu_ms = 0;  // utime + stime
+  std::int64_t rss = 0;     // bytes
+  int threads = 0;
+};
+
+ProcSample read_proc(int pid) {
+  ProcSample out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return out;
+  const auto f = split(text.substr(close + 2), ' ');  // f[0] is field 3 (state)
+  if (f.size() < 22) return out;
+  static const long tick = ::sysconf(_SC_CLK_TCK);
+  static const long page = ::sysconf(_SC_PAGESIZE);
+  out.state = f[0].empty() ? '?' : f[0][0];
+  out.cpu_ms = (std::atoll(f[11].c_str()) + std::atoll(f[12].c_str())) * 1000 / (tick > 0 ? tick : 100);
+  out.threads = std::atoi(f[17].c_str());
+  out.rss = std::atoll(f[21].c_str()) * page;
+  return out;
+}
+
+// The peak resident set (VmHWM in /proc/<pid>/status), in bytes; 0 when unknown.
+std::int64_t peak_rss(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmHWM:") {
+      std::int64_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+    std::string rest;
+    std::getline(in, rest);
+  }
+  return 0;
+}
+
+// This pod's network traffic: the bytes received and sent over its interfaces other than
+// loopback (/proc/net/dev of the wrapper's network namespace, the pod's).
+std::pair<std::int64_t, std::int64_t> network_bytes() {
+  std::ifstream in("/proc/net/dev");
+  std::string line;
+  std::int64_t rx = 0, tx = 0;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    name.erase(0, name.find_first_not_of(' '));
+    if (name == "lo") continue;
+    const auto f = split(line.substr(colon + 1), ' ');
+    std::vector<std::string> v;
+    for (const auto& x : f)
+      if (!x.empty()) v.push_back(x);
+    if (v.size() < 9) continue;
+    rx += std::atoll(v[0].c_str());
+    tx += std::atoll(v[8].c_str());
+  }
+  return {rx, tx};
+}
+
+// The pod's cgroup v2 cpu.stat throttled_usec (0 when unknown) and memory.pressure's
+// "some avg10" (the share of the last 10 s some task waited for memory, %).
+std::int64_t throttled_usec(const std::string& dir) {
+  std::ifstream in(dir + "/cpu.stat");
+  std::string key;
+  std::int64_t value = 0;
+  while (in >> key >> value)
+    if (key == "throttled_usec") return value;
+  return 0;
+}
+
+std::string memory_pressure(const std::string& dir) {
+  std::ifstream in(dir + "/memory.pressure");
+  std::string word;
+  in >> word;  // "some"
+  in >> word;  // "avg10=0.00"
+  return word.compare(0, 6, "avg10=") == 0 ? word.substr(6) : "0";
+}
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
 class Wrapper {
  public:
   explicit Wrapper(const RankGuard& g) : g_(g), cgroup_(cgroup_dir()) {}
 
   int run() {
     oom_before_ = oom_kills(cgroup_);
+    struct sigaction sa {};
+    sa.sa_handler = note_stop;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(stop_signal(), &sa, nullptr);
+    note_local_rank(g_.state_dir);
     if (!g_.monitor.empty()) {
       monitor_ = connect_monitor(g_.monitor, &token_);
       if (monitor_ < 0)
@@ -191,6 +299,7 @@ class Wrapper {
                                                        {"size", std::to_string(g_.size)}, {"local", std::to_string(g_.local_rank)},
                                                        {"pod", g_.pod}, {"pid", std::to_string(pid_)}}) + "\n");
     const int st = watch();
+    forget_local_rank(g_.state_dir);
     return finish(st);
   }
 
@@ -203,8 +312,28 @@ class Wrapper {
     int err[2];
     if (::pipe2(err, O_CLOEXEC) != 0) throw_syscall_error("pipe2 (the rank's stderr relay)", errno);
     err_ = err[0];
+    // The stack pipe (docs/agent.md "Hangs"): gj's handler writes every thread's Python stack
+    // there when this wrapper signals it; the write end is the program's, without FD_CLOEXEC.
+    int stack[2];
+    if (::pipe(stack) != 0) throw_syscall_error("pipe (the rank's stack dumps)", errno);
+    stack_ = stack[0];
+    ::fcntl(stack_, F_SETFD, FD_CLOEXEC);
+    ::fcntl(stack_, F_SETFL, O_NONBLOCK);
     Environment env = g_.environment;
+    // Under hydra with a monitor, the program's PMI connection runs through this wrapper
+    // (relay_pmi): hydra kills every rank's process tree, this wrapper's too, on MPI_Abort, so
+    // the abort is reported to the master before hydra hears it.
+    int pmi[2] = {-1, -1};
+    if (g_.pmi_fd >= 0 && monitor_ >= 0 && ::socketpair(AF_UNIX, SOCK_STREAM, 0, pmi) == 0) {
+      pmi_up_ = g_.pmi_fd;
+      pmi_down_ = pmi[0];
+      ::fcntl(pmi_up_, F_SETFD, FD_CLOEXEC);
+      ::fcntl(pmi_down_, F_SETFD, FD_CLOEXEC);
+      for (auto& var : env)
+        if (var.compare(0, 7, "PMI_FD=") == 0) var = "PMI_FD=" + std::to_string(pmi[1]);
+    }
     env.push_back("GJ_RANK_MONITOR_FD=" + std::to_string(pair[1]));
+    env.push_back("GJ_RANK_STACK_FD=" + std::to_string(stack[1]));
     // Installed before the fork: the child's caught signals return to their defaults at exec,
     // and one arriving before that finds no pid to pass it to.
     pass_signals_on();
@@ -220,10 +349,14 @@ class Wrapper {
     } catch (...) {
       ::close(pair[1]);
       ::close(err[1]);
+      ::close(stack[1]);
+      if (pmi[1] >= 0) ::close(pmi[1]);
       throw;
     }
     ::close(pair[1]);
     ::close(err[1]);
+    ::close(stack[1]);
+    if (pmi[1] >= 0) ::close(pmi[1]);
     pid_ = program.pid;
     g_program_pid = program.pid;
     // The program's exit wakes watch() at once (a pidfd is readable when its process ends), so
@@ -276,7 +409,7 @@ class Wrapper {
     lib_in_.append(buf, static_cast<std::size_t>(n));
     for (const auto& text : take_lines(lib_in_)) {
       auto line = parse_monitor_line(text);
-      if (!line || (line->verb != "hello" && line->verb != "leave" && line->verb != "fail")) continue;
+      if (!line || !from_library_verb(line->verb)) continue;
       if (line->verb == "fail") fail_kind_ = line->get("kind").value_or("error"), fail_reason_ = line->reason.value_or("");
       std::vector<std::pair<std::string, std::string>> fields(line->fields.begin(), line->fields.end());
       fields.emplace_back("time", std::to_string(realtime_ns()));
@@ -300,8 +433,170 @@ class Wrapper {
       const auto line = parse_monitor_line(text);
       if (!line) continue;
       if (line->verb == "end" && line->get("status") == std::string("failed")) job_failed_ = true;
+      if (line->verb == "diag") {
+        diagnose();
+        continue;
+      }
       if (lib_ >= 0) send_all(lib_, text + "\n");
     }
+  }
+
+  // One read of the program's PMI connection (or hydra's answer), passed on. An abort (PMI-1
+  // `cmd=abort exitcode=N`, PMI-2 `cmd=abort;...;msg=...;`) is reported first: the program's
+  // last stderr, `abort code=N`, this pod's termination log; then hydra hears it.
+  void relay_pmi(int from, int to, bool from_program) {
+    char buf[8192];
+    const ssize_t n = ::read(from, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+      // One side closed: no more relaying. Hydra's connection stays open while this wrapper
+      // lives, as it did when the wrapper merely inherited it: hydra takes its close as the
+      // rank's end and kills the job, before this wrapper could report the program's exit.
+      ::close(pmi_down_);
+      pmi_down_ = -1;
+      pmi_up_ = -1;
+      return;
+    }
+    if (from_program) {
+      pmi_scan_ = pmi_scan_.substr(pmi_scan_.size() > 16 ? pmi_scan_.size() - 16 : 0);
+      pmi_scan_.append(buf, static_cast<std::size_t>(n));
+      const auto at = pmi_scan_.find("cmd=abort");
+      if (at != std::string::npos && !aborted_) {
+        // The whole request: up to its end (PMI-1 newline) within what has arrived.
+        std::string request = pmi_scan_.substr(at);
+        report_abort(request);
+      }
+    }
+    write_raw(to, buf, static_cast<std::size_t>(n));
+  }
+
+  void report_abort(const std::string& request) {
+    aborted_ = true;
+    int code = 1;
+    if (const auto e = request.find("exitcode="); e != std::string::npos) {
+      code = std::atoi(request.c_str() + e + 9);
+    } else if (const auto m = request.find("MPI_Abort("); m != std::string::npos) {
+      const auto comma = request.find(',', m);
+      if (comma != std::string::npos) code = std::atoi(request.c_str() + comma + 1);
+    }
+    // What the program wrote before it called MPI_Abort (MPICH's own "Abort(5) ..." line too).
+    if (err_ >= 0) {
+      pollfd p{err_, POLLIN, 0};
+      while (::poll(&p, 1, 20) == 1 && err_ >= 0) {
+        const int before = err_;
+        relay_stderr(false);
+        if (err_ != before) break;
+        p = pollfd{err_, POLLIN, 0};
+      }
+    }
+    if (monitor_ >= 0) {
+      std::string out;
+      for (const auto& line : tail_) out += format_monitor_line("tail", {}, line) + "\n";
+      out += format_monitor_line("exit", {{"code", std::to_string(code)}, {"abort", "1"},
+                                          {"time", std::to_string(realtime_ns())}}) + "\n";
+      send_all(monitor_, out);
+    }
+    if (g_termination == 0) {
+      RankRecord r;
+      r.rank = g_.rank;
+      r.local_rank = g_.local_rank;
+      r.pod = g_.pod;
+      r.stderr_tail.assign(tail_.begin(), tail_.end());
+      Departure d;
+      d.code = code;
+      d.mpi_abort = true;
+      r.departure = d;
+      if (!g_.termination_log.empty()) write_termination_message_to(g_.termination_log, "rank failure: " + rank_short_form(r));
+    }
+  }
+
+  // `ping` with the program's process state, CPU time and memory (the master's status lines,
+  // its hang diagnosis and the end-of-job lines); the samples also give CPU use over 5 s.
+  std::string ping_line() {
+    const ProcSample p = read_proc(pid_);
+    if (p.state == 0) return "ping";
+    samples_.push_back({Clock::now(), p.cpu_ms});
+    while (samples_.size() > 6) samples_.pop_front();
+    const auto [rx, tx] = network_bytes();
+    return format_monitor_line("ping", {{"state", std::string(1, p.state)}, {"cpu", std::to_string(p.cpu_ms)},
+                                        {"rss", std::to_string(p.rss)}, {"hwm", std::to_string(peak_rss(pid_))},
+                                        {"rx", std::to_string(rx)}, {"tx", std::to_string(tx)},
+                                        {"thr", std::to_string(throttled_usec(cgroup_))},
+                                        {"psi", memory_pressure(cgroup_)}});
+  }
+
+  // The stack pipe: the handler's announcement, then dumps (kept only while diagnose() asks).
+  // Returns whether anything was read.
+  bool read_stacks() {
+    char buf[8192];
+    bool any = false;
+    for (;;) {
+      const ssize_t n = ::read(stack_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (n == 0) {
+          ::close(stack_);
+          stack_ = -1;
+        }
+        return any;
+      }
+      any = true;
+      stack_in_.append(buf, static_cast<std::size_t>(n));
+      for (auto& line : take_lines(stack_in_, kTailLineMax)) {
+        if (stack_signal_ == 0 && line.compare(0, 16, "gj-stack signal=") == 0) {
+          stack_signal_ = std::atoi(line.c_str() + 16);
+          continue;
+        }
+        if (collecting_ && stack_lines_.size() < kStackLinesMax) stack_lines_.push_back(line);
+      }
+    }
+  }
+
+  // The master asks what this rank is doing (it holds up a collective): its process state, CPU
+  // use over the last seconds, kernel wait channel, and, from a program with gj's handler, every
+  // thread's Python stack. Answered as `diag ...`, `stack reason=<line>`..., `diagend reason=...`.
+  void diagnose() {
+    const ProcSample p = read_proc(pid_);
+    std::string cpu = "?";
+    if (p.state != 0 && !samples_.empty()) {
+      const auto span = std::chrono::duration<double>(Clock::now() - samples_.front().first).count();
+      if (span > 0.5)
+        cpu = std::to_string(static_cast<int>(static_cast<double>(p.cpu_ms - samples_.front().second) / 10.0 / span + 0.5));
+    }
+    const std::string wchan = read_first_line("/proc/" + std::to_string(pid_) + "/wchan");
+    std::string note;
+    stack_lines_.clear();
+    if (stack_signal_ <= 0) {
+      note = "no Python stack: the program did not install gj's stack handler (it does not use gj, or has not called init yet)";
+    } else if (p.state == 'T' || p.state == 't') {
+      note = "no Python stack: the process is stopped (SIGSTOP, SIGTSTP or a debugger) and cannot run its handler";
+    } else if (p.state == 'Z' || p.state == 0) {
+      note = "no Python stack: the process has exited";
+    } else {
+      if (stack_ >= 0) read_stacks();  // what is left of an earlier dump
+      stack_lines_.clear();
+      collecting_ = true;
+      ::kill(pid_, stack_signal_);
+      // faulthandler writes the whole dump at once; a short quiet after data ends it.
+      const auto until = Clock::now() + std::chrono::milliseconds(2000);
+      auto quiet_since = Clock::now();
+      while (stack_ >= 0 && Clock::now() < until) {
+        pollfd pf{stack_, POLLIN, 0};
+        ::poll(&pf, 1, 50);
+        if (read_stacks()) quiet_since = Clock::now();
+        else if (!stack_lines_.empty() && Clock::now() - quiet_since > std::chrono::milliseconds(300)) break;
+      }
+      if (!stack_in_.empty() && stack_lines_.size() < kStackLinesMax) stack_lines_.push_back(stack_in_);
+      stack_in_.clear();
+      collecting_ = false;
+      if (stack_lines_.empty()) note = "no Python stack: the handler did not answer within 2 s (the interpreter may be blocked)";
+    }
+    std::string out = format_monitor_line("diag", {{"state", p.state == 0 ? std::string("?") : std::string(1, p.state)},
+                                                   {"cpu", cpu}, {"wchan", wchan.empty() ? "-" : wchan},
+                                                   {"threads", std::to_string(p.threads)}}) + "\n";
+    for (const auto& line : stack_lines_) out += format_monitor_line("stack", {}, line) + "\n";
+    out += format_monitor_line("diagend", {}, note) + "\n";
+    send_all(monitor_, out);
   }
 
   void end_program(const std::string& why) {
@@ -323,14 +618,24 @@ class Wrapper {
         return *st;
       }
       if (kill_at_ && Clock::now() >= *kill_at_) ::kill(pid_, SIGKILL);
-      pollfd fds[4] = {{err_, POLLIN, 0}, {lib_, POLLIN, 0}, {monitor_, POLLIN, 0}, {pidfd_, POLLIN, 0}};
-      ::poll(fds, 4, 50);
+      pollfd fds[7] = {{err_, POLLIN, 0},   {lib_, POLLIN, 0},      {monitor_, POLLIN, 0}, {pidfd_, POLLIN, 0},
+                       {stack_, POLLIN, 0}, {pmi_down_, POLLIN, 0}, {pmi_up_, POLLIN, 0}};
+      ::poll(fds, 7, 50);
+      if (pmi_down_ >= 0 && fds[5].revents != 0) relay_pmi(pmi_down_, pmi_up_, true);
+      if (pmi_up_ >= 0 && fds[6].revents != 0) relay_pmi(pmi_up_, pmi_down_, false);
       if (pidfd_ >= 0 && fds[3].revents != 0) continue;  // exited: take its time first; finish() reads the rest
       if (err_ >= 0 && fds[0].revents != 0) relay_stderr(false);
       if (lib_ >= 0 && fds[1].revents != 0) from_library();
       if (monitor_ >= 0 && fds[2].revents != 0) from_monitor();
+      if (stack_ >= 0 && fds[4].revents != 0) read_stacks();
+      if (g_stop_asked == 1) {  // once: the whole job is asked through the master, this program at once
+        g_stop_asked = 2;
+        const std::string why = "pod " + g_.pod + " is being stopped (its gj-mpirun received a termination signal)";
+        send_all(monitor_, format_monitor_line("stopreq", {}, why) + "\n");
+        if (lib_ >= 0) send_all(lib_, format_monitor_line("stop", {}, why) + "\n");
+      }
       if (monitor_ >= 0 && Clock::now() >= next_ping) {
-        send_all(monitor_, "ping\n");
+        send_all(monitor_, ping_line() + "\n");
         next_ping = Clock::now() + kPingInterval;
       }
     }
@@ -349,7 +654,7 @@ class Wrapper {
     const auto oom_after = oom_kills(cgroup_);
     const bool oom = oom_before_ && oom_after && *oom_after > *oom_before_;
     const bool failed = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    if (monitor_ >= 0) {
+    if (monitor_ >= 0 && !aborted_) {
       std::string out;
       for (const auto& line : tail_) out += format_monitor_line("tail", {}, line) + "\n";
       std::vector<std::pair<std::string, std::string>> fields;
@@ -361,7 +666,7 @@ class Wrapper {
       out += format_monitor_line("exit", fields) + "\n";
       send_all(monitor_, out);
     }
-    if (failed && !job_failed_ && g_termination == 0) write_own_termination_log(st, oom);
+    if (failed && !job_failed_ && !aborted_ && g_termination == 0) write_own_termination_log(st, oom);
     if (failed && monitor_ >= 0) linger();
     if (failed && monitor_ < 0 && g_.pmi_fd >= 0) ask_launcher_to_abort(g_.pmi_fd, shell_status(st));
     if (WIFSIGNALED(st)) {
@@ -416,6 +721,16 @@ class Wrapper {
   int err_ = -1;
   int pid_ = -1;
   int pidfd_ = -1;  // the program's pidfd, or -1 (pidfd_open unavailable)
+  int stack_ = -1;  // the stack pipe's read end
+  int pmi_up_ = -1;    // hydra's PMI connection, relayed (relay_pmi), or -1
+  int pmi_down_ = -1;  // the program's end of the relay, or -1
+  std::string pmi_scan_;
+  bool aborted_ = false;  // the program asked hydra to abort: reported
+  int stack_signal_ = 0;  // the signal gj's handler announced, 0 before (or without) one
+  bool collecting_ = false;
+  std::string stack_in_;
+  std::vector<std::string> stack_lines_;
+  std::deque<std::pair<Clock::time_point, std::int64_t>> samples_;  // (when, CPU ms), one a second
   std::string token_;
   std::string partial_, lib_in_, mon_in_;
   std::deque<std::string> tail_;

@@ -28,6 +28,7 @@ struct RankGuard {
   int local_rank = -1;
   std::string pod;                // this pod's name, for the summary
   std::string termination_log;    // where a failed rank's line goes (GJ_TERMINATION_LOG)
+  std::string state_dir;          // where it notes its pid for the worker's stop (local_ranks.h)
 };
 
 // Runs the program as a child with the signal state this process was given, passes

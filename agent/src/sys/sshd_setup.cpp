@@ -176,6 +176,14 @@ void exec_worker_sshd(const SshdSetup& setup) {
   exec_job(sshd_argv(setup.sshd_path, config));
 }
 
+int run_worker_sshd(const SshdSetup& setup, JobEnd* end) {
+  const std::string config = prepare_sshd(setup);
+  const int log = start_log_filter(STDERR_FILENO, is_bare_preauth_close);
+  if (::dup2(log, STDERR_FILENO) < 0) throw_syscall_error("dup2 (sshd log relay)", errno);
+  ::close(log);
+  return run_job(sshd_argv(setup.sshd_path, config), true, nullptr, end);
+}
+
 void start_background_sshd(const SshdSetup& setup) {
   const std::string config = prepare_sshd(setup);
   // Another process on the port of one address family (0.0.0.0:PORT taken, [::]:PORT free) lets

@@ -8,12 +8,18 @@
 
 #include "agent_error.h"
 #include "sshd_config.h"
+#include "supervise.h"
 
 namespace gj {
 
 // Worker: creates the privilege separation dir, host keys (private to the pod, in state_dir)
 // and a hardened sshd_config, then execs `sshd -D -e -f <config>`. Never returns.
 [[noreturn]] void exec_worker_sshd(const SshdSetup& setup);
+
+// Worker with a stop path (GJ_STOP_GRACE, docs/agent.md "Stop requests"): the same, but sshd runs
+// as a supervised child (sys/supervise.h run_job with `end`), so that a termination signal can
+// first ask this pod's ranks to stop. Returns sshd's status as run_job reports it.
+int run_worker_sshd(const SshdSetup& setup, JobEnd* end);
 
 // Master: same preparation, starts sshd in the background (not waited for here).
 void start_background_sshd(const SshdSetup& setup);

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -75,16 +76,24 @@ std::vector<int> adopted_children() {
   return out;
 }
 
-// SIGTERM to every adopted child, up to `grace` for them to go, then SIGKILL (reaping as we go).
-void end_adopted_children(std::chrono::milliseconds grace) {
-  std::vector<int> left = adopted_children();
+// SIGTERM to every adopted child but those in `spare` (the owned processes another attempt
+// needs), up to `grace` for them to go, then SIGKILL (reaping as we go).
+void end_adopted_children(std::chrono::milliseconds grace, const std::vector<int>& spare = {}) {
+  const auto adopted = [&spare] {
+    std::vector<int> out = adopted_children();
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [&](int pid) { return std::find(spare.begin(), spare.end(), pid) != spare.end(); }),
+              out.end());
+    return out;
+  };
+  std::vector<int> left = adopted();
   if (left.empty()) return;
   for (int pid : left) ::kill(pid, SIGTERM);
   const auto until = std::chrono::steady_clock::now() + grace;
   while (!left.empty() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     reap_available();
-    left = adopted_children();
+    left = adopted();
   }
   for (int pid : left) ::kill(pid, SIGKILL);
   reap_available();
@@ -125,10 +134,12 @@ int supervise(const std::vector<std::string>& argv, const Environment* environme
   // Ending a failed job: 0 not asked, 1 waiting for it to end by itself, 2 SIGTERM sent, 3 SIGKILL sent.
   int ending = 0;
   std::chrono::steady_clock::time_point ending_since{};
+  int held_signal = 0;  // a termination signal held back for the stop grace (JobEnd::stop)
+  std::chrono::steady_clock::time_point held_until{};
   while (!job_done) {
     siginfo_t info{};
     // Also reap periodically in case a SIGCHLD was coalesced; with a monitor, check its request often.
-    timespec tick = end != nullptr ? timespec{0, 100 * 1000 * 1000} : timespec{1, 0};
+    timespec tick = end != nullptr || held_signal != 0 ? timespec{0, 100 * 1000 * 1000} : timespec{1, 0};
     if (end != nullptr && end->requested != nullptr && *end->requested) {
       const auto now = std::chrono::steady_clock::now();
       if (ending == 0) {
@@ -143,10 +154,27 @@ int supervise(const std::vector<std::string>& argv, const Environment* environme
         ::kill(job.pid, SIGKILL);
       }
     }
+    if (held_signal != 0 &&
+        (std::chrono::steady_clock::now() >= held_until || (end->stop_done && end->stop_done()))) {
+      if (::kill(-group, held_signal) != 0 && errno == ESRCH) ::kill(job.pid, held_signal);
+      held_signal = 0;
+    }
     int sig = ::sigtimedwait(&wanted, &info, &tick);
     if (sig < 0 && errno != EAGAIN && errno != EINTR) throw_syscall_error("sigtimedwait", errno);
     if (sig > 0 && sig != SIGCHLD) {
-      if (::kill(-group, sig) != 0 && errno == ESRCH) ::kill(job.pid, sig);
+      // The first termination signal, with a stop path and grace: every rank is asked to stop,
+      // and the signal waits while programs that poll for the request save and leave.
+      const bool hold = held_signal == 0 && termination_signal == 0 && is_termination_signal(sig) &&
+                        end != nullptr && end->stop && end->stop_grace.count() > 0 &&
+                        (end->requested == nullptr || !*end->requested) && end->stop();
+      if (hold) {
+        held_signal = sig;
+        held_until = std::chrono::steady_clock::now() + end->stop_grace;
+      } else {
+        if (held_signal != 0 && ::kill(-group, held_signal) != 0 && errno == ESRCH) ::kill(job.pid, held_signal);
+        held_signal = 0;
+        if (::kill(-group, sig) != 0 && errno == ESRCH) ::kill(job.pid, sig);
+      }
       if (termination_signal == 0 && is_termination_signal(sig)) {
         termination_signal = sig;
         if (end != nullptr && (end->requested == nullptr || !*end->requested)) end->terminated_by = sig;
@@ -165,10 +193,11 @@ int supervise(const std::vector<std::string>& argv, const Environment* environme
   }
 
   // The job is over: whatever is left of its process group, and the background processes we
-  // started for it (the master's sshd), must not outlive it.
+  // started for it (the master's sshd), must not outlive it, unless another attempt follows.
   terminate_target(-group, std::chrono::seconds(2));
-  terminate_owned_processes(std::chrono::seconds(2));
-  end_adopted_children(std::chrono::seconds(2));
+  const bool keep_owned = end != nullptr && end->keep_owned;
+  if (!keep_owned) terminate_owned_processes(std::chrono::seconds(2));
+  end_adopted_children(std::chrono::seconds(2), keep_owned ? owned_process_ids() : std::vector<int>{});
   reap_available();
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   // mpiexec catches SIGTERM, tears the job down and exits 1, which would hide why the pod

@@ -287,6 +287,16 @@ gjResult_t gjIallGatherVLate(const void* sendbuff, size_t sendcount, gjDataType_
  * stay valid until then. 1 <= count <= 2^20. Needs MPI_THREAD_MULTIPLE. */
 gjResult_t gjIcontrolMax(int64_t* values, size_t count, gjComm_t comm, gjRequest_t* request);
 
+/* The job's stop request, agreed on: *stop = 1 on every rank of comm when at least one of them
+ * has been asked to stop (the master's `stop` after its pod got SIGTERM, passed on by each
+ * rank's wrapper; docs/agent.md "Restarts and stops"), else 0 on every rank. Collective: every
+ * rank of comm calls it at the same point of its control calls (one 8-byte MAX allreduce on the
+ * control channel, as gjIcontrolMax; not while a rank of comm is inside join()). Blocks until
+ * every rank has called it, up to GJ_COLL_TIMEOUT_MS (gjTimeout). The first call also tells this
+ * rank's wrapper that the program polls for the request, so that the master gives it
+ * GJ_STOP_GRACE seconds to save and leave. Without gj-mpirun's wrapper: always 0. */
+gjResult_t gjStopRequested(gjComm_t comm, int* stop);
+
 /* *done = 1 when the request has completed (it is then freed and the operation's result is
  * returned), 0 when not yet (gjSuccess). Never blocks. */
 gjResult_t gjTest(gjRequest_t request, int* done);
@@ -305,6 +315,13 @@ int gjBuildCapabilities(void);
  * gjUnsupported, *version = 0 and the search's reasons in gjGetLastError(NULL) when none
  * loads or the build has no NCCL backend. Needs no MPI and no communicator. */
 gjResult_t gjNcclVersion(int* version);
+
+/* The number of CUDA devices the library's own CUDA runtime can use (0 without CUDA, driver or
+ * device). gjCudaError, with *count = 0 and gjGetLastError(NULL) naming the runtime's and the
+ * driver's CUDA versions and the fix, where a driver is installed that the library's runtime
+ * cannot use (e.g. a driver older than the toolkit gj was built with): device buffers then fail
+ * with that error instead of being read as host memory. Needs no MPI and no communicator. */
+gjResult_t gjCudaDevices(int* count);
 
 /* Size in bytes of one element, 0 for an invalid dtype. */
 size_t gjDataTypeSize(gjDataType_t dtype);

@@ -106,11 +106,13 @@ SIGNATURES = {
     "gjIreduceScatter": (_int, [_ptr, _ptr, _sizes, _int, _int, _double, _double, _ptr, _ptr, _ptrs]),
     "gjIbarrier": (_int, [_ptr, _ptrs]),
     "gjIcontrolMax": (_int, [_ptr, _size, _ptr, _ptrs]),
+    "gjStopRequested": (_int, [_ptr, _int_out]),
     "gjIallGatherVLate": (_int, [_ptr, _size, _int, PLAN_TYPE, _ptr, _ptr, _ptrs]),
     "gjTest": (_int, [_ptr, _int_out]),
     "gjWait": (_int, [_ptr]),
     "gjBuildCapabilities": (_int, []),
     "gjNcclVersion": (_int, [_int_out]),
+    "gjCudaDevices": (_int, [_int_out]),
     "gjDataTypeSize": (_size, [_int]),
     "gjFinalize": (_int, []),
 }
@@ -160,3 +162,20 @@ def nccl_version():
     $GJ_NCCL_LIBRARY first), 0 when none loads or the library was built without NCCL."""
     version = ctypes.c_int(0)
     return version.value if lib.gjNcclVersion(ctypes.byref(version)) == SUCCESS else 0
+
+
+_device_problem = None
+
+
+def device_problem():
+    """Why this process's library cannot use CUDA device buffers although a driver is installed
+    (its own CUDA runtime cannot use the driver: both versions and the fix), "" when it can or
+    when there is no driver at all. Asked once (gjCudaDevices), then cached."""
+    global _device_problem
+    if _device_problem is None:
+        count = ctypes.c_int(0)
+        if lib.gjCudaDevices(ctypes.byref(count)) == CUDA_ERROR:
+            _device_problem = lib.gjGetLastError(None).decode(errors="replace")
+        else:
+            _device_problem = ""
+    return _device_problem

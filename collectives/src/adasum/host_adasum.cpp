@@ -8,8 +8,8 @@
 #include "adasum/adasum_plan.h"
 #include "dtype.h"
 #include "host/reduce.h"
-#include "mpi/mpi_check.h"
-#include "mpi/mpi_wait.h"
+#include "mpi_base/mpi_check.h"
+#include "mpi_base/mpi_wait.h"
 
 namespace gj::adasum {
 namespace {

@@ -9,8 +9,8 @@
 #include "alltoall/alltoall_plan.h"
 #include "dtype.h"
 #include "error.h"
-#include "mpi/mpi_check.h"
-#include "mpi/mpi_wait.h"
+#include "mpi_base/mpi_check.h"
+#include "mpi_base/mpi_wait.h"
 
 namespace gj::alltoall {
 namespace {

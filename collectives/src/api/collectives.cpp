@@ -1,6 +1,7 @@
-// The collective entry points (NCCL's collectives.cc): each fills one Op (op.h) and calls
-// enqueue(); validation is op_check.cpp's, issuing enqueue.cpp's. The enums are copied as
-// raw bits (enum_bits): a C caller's out-of-range value must not be loaded as the C++ enum.
+// The collective entry points (NCCL's collectives.cc): each builds its Op (op.h) with the one
+// constructor of its kind of call below and hands it to enqueue(); validation is op_check.cpp's,
+// issuing enqueue.cpp's. The enums are copied as raw bits (enum_bits): a C caller's out-of-range
+// value must not be loaded as the C++ enum.
 #include "gj/collectives.h"
 
 #include "api/op.h"
@@ -8,10 +9,91 @@
 
 namespace {
 
-gj::Op make(const char* call, gj::OpKind kind) {
-  gj::Op o;
+using gj::Op;
+using gj::OpKind;
+using gj::Scale;
+
+Op make(const char* call, OpKind kind, gjDataType_t dtype = gjFloat32, void* stream = nullptr) {
+  Op o;
   o.call = call;
   o.kind = kind;
+  o.dtype_bits = gj::enum_bits(dtype);
+  o.stream = stream;
+  return o;
+}
+
+// One constructor per kind of call: the blocking, scaled and nonblocking entry points of a
+// collective share it.
+Op allreduce_op(const char* call, const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype,
+                gjRedOp_t op, Scale scale, void* stream) {
+  Op o = make(call, OpKind::AllReduce, dtype, stream);
+  o.sendbuff = sendbuff;
+  o.recvbuff = recvbuff;
+  o.count = count;
+  o.op_bits = gj::enum_bits(op);
+  o.scale = scale;
+  return o;
+}
+
+Op grouped_allreduce_op(const char* call, const void* const* sendbuffs, void* const* recvbuffs, const size_t* counts,
+                        int ntensors, gjDataType_t dtype, gjRedOp_t op, Scale scale, void* stream) {
+  Op o = make(call, OpKind::GroupedAllReduce, dtype, stream);
+  o.sendbuffs = sendbuffs;
+  o.recvbuffs = recvbuffs;
+  o.counts = counts;
+  o.ntensors = ntensors;
+  o.op_bits = gj::enum_bits(op);
+  o.scale = scale;
+  return o;
+}
+
+Op broadcast_op(const char* call, void* buff, size_t count, gjDataType_t dtype, int root, void* stream) {
+  Op o = make(call, OpKind::Broadcast, dtype, stream);
+  o.recvbuff = buff;
+  o.count = count;
+  o.root = root;
+  return o;
+}
+
+// Allgather (count: what each rank sends), allgather-v (recvcounts: one per rank) and
+// alltoall-v (both count arrays) are one shape of call: buffers and counts.
+Op exchange_op(const char* call, OpKind kind, const void* sendbuff, void* recvbuff, size_t sendcount,
+               const size_t* sendcounts, const size_t* recvcounts, gjDataType_t dtype, void* stream) {
+  Op o = make(call, kind, dtype, stream);
+  o.sendbuff = sendbuff;
+  o.recvbuff = recvbuff;
+  o.count = sendcount;
+  o.sendcounts = sendcounts;
+  o.recvcounts = recvcounts;
+  return o;
+}
+
+Op late_allgather_op(const char* call, const void* sendbuff, size_t sendcount, gjDataType_t dtype, gjRecvPlan_t plan,
+                     void* arg) {
+  Op o = make(call, OpKind::AllGatherVLate, dtype);
+  o.sendbuff = sendbuff;
+  o.count = sendcount;
+  o.plan = plan;
+  o.plan_arg = arg;
+  return o;
+}
+
+Op reduce_scatter_op(const char* call, const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                     gjDataType_t dtype, gjRedOp_t op, Scale scale, void* stream) {
+  Op o = make(call, OpKind::ReduceScatter, dtype, stream);
+  o.sendbuff = sendbuff;
+  o.recvbuff = recvbuff;
+  o.recvcounts = recvcounts;
+  o.op_bits = gj::enum_bits(op);
+  o.scale = scale;
+  return o;
+}
+
+Op adasum_op(const char* call, const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype) {
+  Op o = make(call, OpKind::Adasum, dtype);
+  o.sendbuff = sendbuff;
+  o.recvbuff = recvbuff;
+  o.count = count;
   return o;
 }
 
@@ -21,239 +103,118 @@ extern "C" {
 
 gjResult_t gjAllReduce(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype, gjRedOp_t op,
                        gjComm_t comm, void* stream) {
-  gj::Op o = make("gjAllReduce", gj::OpKind::AllReduce);
-  o.sendbuff = sendbuff;
-  o.recvbuff = recvbuff;
-  o.count = count;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.op_bits = gj::enum_bits(op);
-  o.stream = stream;
-  return gj::enqueue_blocking(o, comm);
+  return gj::enqueue_blocking(allreduce_op("gjAllReduce", sendbuff, recvbuff, count, dtype, op, {}, stream), comm);
 }
 
 gjResult_t gjAllReduceScaled(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype, gjRedOp_t op,
                              double prescale, double postscale, gjComm_t comm, void* stream) {
-  gj::Op o = make("gjAllReduceScaled", gj::OpKind::AllReduce);
-  o.sendbuff = sendbuff;
-  o.recvbuff = recvbuff;
-  o.count = count;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.op_bits = gj::enum_bits(op);
-  o.scale = gj::Scale{prescale, postscale};
-  o.stream = stream;
-  return gj::enqueue_blocking(o, comm);
+  return gj::enqueue_blocking(allreduce_op("gjAllReduceScaled", sendbuff, recvbuff, count, dtype, op,
+                                           Scale{prescale, postscale}, stream), comm);
 }
 
 gjResult_t gjIallReduce(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype, gjRedOp_t op,
                         double prescale, double postscale, gjComm_t comm, void* stream, gjRequest_t* request) {
-  gj::Op o = make("gjIallReduce", gj::OpKind::AllReduce);
-  o.sendbuff = sendbuff;
-  o.recvbuff = recvbuff;
-  o.count = count;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.op_bits = gj::enum_bits(op);
-  o.scale = gj::Scale{prescale, postscale};
-  o.stream = stream;
-  return gj::enqueue_request(o, comm, request);
+  return gj::enqueue_request(allreduce_op("gjIallReduce", sendbuff, recvbuff, count, dtype, op,
+                                          Scale{prescale, postscale}, stream), comm, request);
 }
 
 gjResult_t gjBroadcast(void* buff, size_t count, gjDataType_t dtype, int root, gjComm_t comm, void* stream) {
-  gj::Op o = make("gjBroadcast", gj::OpKind::Broadcast);
-  o.recvbuff = buff;
-  o.count = count;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.root = root;
-  o.stream = stream;
-  return gj::enqueue_blocking(o, comm);
+  return gj::enqueue_blocking(broadcast_op("gjBroadcast", buff, count, dtype, root, stream), comm);
 }
 
 gjResult_t gjIbroadcast(void* buff, size_t count, gjDataType_t dtype, int root, gjComm_t comm, void* stream,
                         gjRequest_t* request) {
-  gj::Op o = make("gjIbroadcast", gj::OpKind::Broadcast);
-  o.recvbuff = buff;
-  o.count = count;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.root = root;
-  o.stream = stream;
-  return gj::enqueue_request(o, comm, request);
+  return gj::enqueue_request(broadcast_op("gjIbroadcast", buff, count, dtype, root, stream), comm, request);
 }
 
 gjResult_t gjGroupedAllReduce(const void* const* sendbuffs, void* const* recvbuffs, const size_t* counts, int ntensors,
                               gjDataType_t dtype, gjRedOp_t op, gjComm_t comm, void* stream) {
-  gj::Op o = make("gjGroupedAllReduce", gj::OpKind::GroupedAllReduce);
-  o.sendbuffs = sendbuffs;
-  o.recvbuffs = recvbuffs;
-  o.counts = counts;
-  o.ntensors = ntensors;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.op_bits = gj::enum_bits(op);
-  o.stream = stream;
-  return gj::enqueue_blocking(o, comm);
+  return gj::enqueue_blocking(grouped_allreduce_op("gjGroupedAllReduce", sendbuffs, recvbuffs, counts, ntensors, dtype,
+                                                   op, {}, stream), comm);
 }
 
 gjResult_t gjGroupedAllReduceScaled(const void* const* sendbuffs, void* const* recvbuffs, const size_t* counts,
                                     int ntensors, gjDataType_t dtype, gjRedOp_t op, double prescale, double postscale,
                                     gjComm_t comm, void* stream) {
-  gj::Op o = make("gjGroupedAllReduceScaled", gj::OpKind::GroupedAllReduce);
-  o.sendbuffs = sendbuffs;
-  o.recvbuffs = recvbuffs;
-  o.counts = counts;
-  o.ntensors = ntensors;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.op_bits = gj::enum_bits(op);
-  o.scale = gj::Scale{prescale, postscale};
-  o.stream = stream;
-  return gj::enqueue_blocking(o, comm);
+  return gj::enqueue_blocking(grouped_allreduce_op("gjGroupedAllReduceScaled", sendbuffs, recvbuffs, counts, ntensors,
+                                                   dtype, op, Scale{prescale, postscale}, stream), comm);
 }
 
 gjResult_t gjIgroupedAllReduce(const void* const* sendbuffs, void* const* recvbuffs, const size_t* counts, int ntensors,
                                gjDataType_t dtype, gjRedOp_t op, double prescale, double postscale, gjComm_t comm,
                                void* stream, gjRequest_t* request) {
-  gj::Op o = make("gjIgroupedAllReduce", gj::OpKind::GroupedAllReduce);
-  o.sendbuffs = sendbuffs;
-  o.recvbuffs = recvbuffs;
-  o.counts = counts;
-  o.ntensors = ntensors;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.op_bits = gj::enum_bits(op);
-  o.scale = gj::Scale{prescale, postscale};
-  o.stream = stream;
-  return gj::enqueue_request(o, comm, request);
+  return gj::enqueue_request(grouped_allreduce_op("gjIgroupedAllReduce", sendbuffs, recvbuffs, counts, ntensors, dtype,
+                                                  op, Scale{prescale, postscale}, stream), comm, request);
 }
 
 gjResult_t gjAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, gjDataType_t dtype, gjComm_t comm,
                        void* stream) {
-  gj::Op o = make("gjAllGather", gj::OpKind::AllGather);
-  o.sendbuff = sendbuff;
-  o.recvbuff = recvbuff;
-  o.count = sendcount;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.stream = stream;
-  return gj::enqueue_blocking(o, comm);
+  return gj::enqueue_blocking(exchange_op("gjAllGather", OpKind::AllGather, sendbuff, recvbuff, sendcount, nullptr,
+                                          nullptr, dtype, stream), comm);
 }
 
 gjResult_t gjIallGather(const void* sendbuff, void* recvbuff, size_t sendcount, gjDataType_t dtype, gjComm_t comm,
                         void* stream, gjRequest_t* request) {
-  gj::Op o = make("gjIallGather", gj::OpKind::AllGather);
-  o.sendbuff = sendbuff;
-  o.recvbuff = recvbuff;
-  o.count = sendcount;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.stream = stream;
-  return gj::enqueue_request(o, comm, request);
+  return gj::enqueue_request(exchange_op("gjIallGather", OpKind::AllGather, sendbuff, recvbuff, sendcount, nullptr,
+                                         nullptr, dtype, stream), comm, request);
 }
 
 gjResult_t gjAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts, gjDataType_t dtype,
                         gjComm_t comm, void* stream) {
-  gj::Op o = make("gjAllGatherV", gj::OpKind::AllGatherV);
-  o.sendbuff = sendbuff;
-  o.recvbuff = recvbuff;
-  o.recvcounts = recvcounts;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.stream = stream;
-  return gj::enqueue_blocking(o, comm);
+  return gj::enqueue_blocking(exchange_op("gjAllGatherV", OpKind::AllGatherV, sendbuff, recvbuff, 0, nullptr,
+                                          recvcounts, dtype, stream), comm);
 }
 
 gjResult_t gjIallGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts, gjDataType_t dtype,
                          gjComm_t comm, void* stream, gjRequest_t* request) {
-  gj::Op o = make("gjIallGatherV", gj::OpKind::AllGatherV);
-  o.sendbuff = sendbuff;
-  o.recvbuff = recvbuff;
-  o.recvcounts = recvcounts;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.stream = stream;
-  return gj::enqueue_request(o, comm, request);
+  return gj::enqueue_request(exchange_op("gjIallGatherV", OpKind::AllGatherV, sendbuff, recvbuff, 0, nullptr,
+                                         recvcounts, dtype, stream), comm, request);
 }
 
 gjResult_t gjIallGatherVLate(const void* sendbuff, size_t sendcount, gjDataType_t dtype, gjRecvPlan_t plan, void* arg,
                              gjComm_t comm, gjRequest_t* request) {
-  gj::Op o = make("gjIallGatherVLate", gj::OpKind::AllGatherVLate);
-  o.sendbuff = sendbuff;
-  o.count = sendcount;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.plan = plan;
-  o.plan_arg = arg;
-  return gj::enqueue_request(o, comm, request);
+  return gj::enqueue_request(late_allgather_op("gjIallGatherVLate", sendbuff, sendcount, dtype, plan, arg), comm,
+                             request);
 }
 
 gjResult_t gjReduceScatter(const void* sendbuff, void* recvbuff, const size_t* recvcounts, gjDataType_t dtype,
                            gjRedOp_t op, double prescale, double postscale, gjComm_t comm, void* stream) {
-  gj::Op o = make("gjReduceScatter", gj::OpKind::ReduceScatter);
-  o.sendbuff = sendbuff;
-  o.recvbuff = recvbuff;
-  o.recvcounts = recvcounts;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.op_bits = gj::enum_bits(op);
-  o.scale = gj::Scale{prescale, postscale};
-  o.stream = stream;
-  return gj::enqueue_blocking(o, comm);
+  return gj::enqueue_blocking(reduce_scatter_op("gjReduceScatter", sendbuff, recvbuff, recvcounts, dtype, op,
+                                                Scale{prescale, postscale}, stream), comm);
 }
 
 gjResult_t gjIreduceScatter(const void* sendbuff, void* recvbuff, const size_t* recvcounts, gjDataType_t dtype,
                             gjRedOp_t op, double prescale, double postscale, gjComm_t comm, void* stream,
                             gjRequest_t* request) {
-  gj::Op o = make("gjIreduceScatter", gj::OpKind::ReduceScatter);
-  o.sendbuff = sendbuff;
-  o.recvbuff = recvbuff;
-  o.recvcounts = recvcounts;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.op_bits = gj::enum_bits(op);
-  o.scale = gj::Scale{prescale, postscale};
-  o.stream = stream;
-  return gj::enqueue_request(o, comm, request);
+  return gj::enqueue_request(reduce_scatter_op("gjIreduceScatter", sendbuff, recvbuff, recvcounts, dtype, op,
+                                               Scale{prescale, postscale}, stream), comm, request);
 }
 
 gjResult_t gjAllToAllV(const void* sendbuff, const size_t* sendcounts, void* recvbuff, const size_t* recvcounts,
                        gjDataType_t dtype, gjComm_t comm, void* stream) {
-  gj::Op o = make("gjAllToAllV", gj::OpKind::AllToAllV);
-  o.sendbuff = sendbuff;
-  o.sendcounts = sendcounts;
-  o.recvbuff = recvbuff;
-  o.recvcounts = recvcounts;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.stream = stream;
-  return gj::enqueue_blocking(o, comm);
+  return gj::enqueue_blocking(exchange_op("gjAllToAllV", OpKind::AllToAllV, sendbuff, recvbuff, 0, sendcounts,
+                                          recvcounts, dtype, stream), comm);
 }
 
 gjResult_t gjIallToAllV(const void* sendbuff, const size_t* sendcounts, void* recvbuff, const size_t* recvcounts,
                         gjDataType_t dtype, gjComm_t comm, void* stream, gjRequest_t* request) {
-  gj::Op o = make("gjIallToAllV", gj::OpKind::AllToAllV);
-  o.sendbuff = sendbuff;
-  o.sendcounts = sendcounts;
-  o.recvbuff = recvbuff;
-  o.recvcounts = recvcounts;
-  o.dtype_bits = gj::enum_bits(dtype);
-  o.stream = stream;
-  return gj::enqueue_request(o, comm, request);
+  return gj::enqueue_request(exchange_op("gjIallToAllV", OpKind::AllToAllV, sendbuff, recvbuff, 0, sendcounts,
+                                         recvcounts, dtype, stream), comm, request);
 }
 
 gjResult_t gjAllReduceAdasum(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype, gjComm_t comm) {
-  gj::Op o = make("gjAllReduceAdasum", gj::OpKind::Adasum);
-  o.sendbuff = sendbuff;
-  o.recvbuff = recvbuff;
-  o.count = count;
-  o.dtype_bits = gj::enum_bits(dtype);
-  return gj::enqueue_blocking(o, comm);
+  return gj::enqueue_blocking(adasum_op("gjAllReduceAdasum", sendbuff, recvbuff, count, dtype), comm);
 }
 
 gjResult_t gjIallReduceAdasum(const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype, gjComm_t comm,
                               gjRequest_t* request) {
-  gj::Op o = make("gjIallReduceAdasum", gj::OpKind::Adasum);
-  o.sendbuff = sendbuff;
-  o.recvbuff = recvbuff;
-  o.count = count;
-  o.dtype_bits = gj::enum_bits(dtype);
-  return gj::enqueue_request(o, comm, request);
+  return gj::enqueue_request(adasum_op("gjIallReduceAdasum", sendbuff, recvbuff, count, dtype), comm, request);
 }
 
-gjResult_t gjBarrier(gjComm_t comm) {
-  gj::Op o = make("gjBarrier", gj::OpKind::Barrier);
-  return gj::enqueue_blocking(o, comm);
-}
+gjResult_t gjBarrier(gjComm_t comm) { return gj::enqueue_blocking(make("gjBarrier", OpKind::Barrier), comm); }
 
 gjResult_t gjIbarrier(gjComm_t comm, gjRequest_t* request) {
-  gj::Op o = make("gjIbarrier", gj::OpKind::Barrier);
-  return gj::enqueue_request(o, comm, request);
+  return gj::enqueue_request(make("gjIbarrier", OpKind::Barrier), comm, request);
 }
 
 }  // extern "C"

@@ -11,10 +11,11 @@
 #include "agreement.h"
 #include "api/entry.h"
 #include "comm.h"
+#include "cuda/device.h"
 #include "config.h"
 #include "dtype.h"
 #include "env.h"
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 #include "peer/monitor.h"
 #include "registry.h"
 #include "requests.h"
@@ -213,6 +214,17 @@ gjResult_t gjNcclVersion(int* version) {
     throw Error(gjUnsupported, std::string(call) + ": this build of the library has no NCCL backend "
                                                    "(configure with -DGJ_WITH_NCCL=ON)");
 #endif
+  });
+}
+
+gjResult_t gjCudaDevices(int* count) {
+  static constexpr const char* call = "gjCudaDevices";
+  return guarded(call, nullptr, [&] {
+    gj::validate::out_pointer(call, "count", count);
+    *count = gj::cuda::device_count();
+    if (const std::string problem = gj::cuda::device_problem(); !problem.empty()) {
+      throw Error(gjCudaError, std::string(call) + ": " + problem);
+    }
   });
 }
 

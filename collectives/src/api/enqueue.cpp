@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,9 +17,11 @@
 #include "api/op.h"
 #include "comm.h"
 #include "cuda/device.h"
+#include "cuda/stream_mark.h"
 #include "dtype.h"
 #include "grouped.h"
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
+#include "peer/progress.h"
 #include "requests.h"
 #include "validate.h"
 #include "work.h"
@@ -50,34 +53,130 @@ int buffers_device(const char* call, const void* const* buffers, const char* con
 }
 
 // The backend a call's buffers belong to, after checking every non-empty buffer is one kind.
+// backend == nullptr for device buffers: the device backend is picked where the call runs in
+// the queue's order (gjComm::backend_in_queue; the first device call creates the NCCL
+// communicator there, on every rank in the same call), never from the caller's thread while an
+// earlier queued call may be creating it.
 struct Target {
   bool device;
+  int index;  // the device of the buffers, -1 for host buffers
   Backend* backend;
 };
-Target target_of(gjComm* c, const char* call, const void* const* buffers, const char* const* names, int n) {
-  const int device = buffers_device(call, buffers, names, n);
-  return Target{device >= 0, &c->backend_for(device, call)};
+
+// A nonblocking call on device buffers waits for no peer: its agreement check, the NCCL
+// communicator's creation and its place behind earlier requests are the progress thread's, which
+// needs MPI_THREAD_MULTIPLE (else the call runs at once, as before: stream-ordered on the
+// caller's stream, after every earlier request).
+bool defer_device(const gjComm* c, gjRequest_t* request) {
+  return request != nullptr && c->thread_level >= MPI_THREAD_MULTIPLE;
 }
 
-// Runs body now (request == NULL) or as a request. Host work goes through the communicator's
-// queue; device work is enqueued on the caller's stream from this thread (stream order),
-// after every earlier host request, and its request completes with an event.
+Target device_or_host(gjComm* c, const char* call, int device) {
+  if (device < 0) return Target{false, -1, &c->backend_for(-1, call)};
+  c->refuse_device_buffers_if_decided(call);  // known already: refused before any queueing
+  return Target{true, device, nullptr};
+}
+
+Target target_of(gjComm* c, const char* call, const void* const* buffers, const char* const* names, int n) {
+  return device_or_host(c, call, buffers_device(call, buffers, names, n));
+}
+
+// The collective's bytes for the progress counters: its elements times their size (the
+// agreement record's count; 0 for calls whose counts differ per rank).
+std::uint64_t bytes_of(const Work& w) {
+  if (w.sig.kind == Kind::Barrier || w.sig.dtype >= static_cast<std::uint64_t>(gjNumDataTypes)) return 0;
+  return w.sig.count * dtype_size(static_cast<gjDataType_t>(w.sig.dtype));
+}
+
+// Counts a call into its communicator's progress now and out at the end of the scope, unless
+// queued() hands the counting out to the host queue.
+class Entered {
+ public:
+  Entered(gjComm* c, const Work& w) : progress_(c->progress.get()) {
+    if (progress_ != nullptr) progress_->enter(w.call, bytes_of(w));
+  }
+  ~Entered() {
+    if (progress_ != nullptr) progress_->complete();
+  }
+  void queued() { progress_ = nullptr; }
+  Entered(const Entered&) = delete;
+  Entered& operator=(const Entered&) = delete;
+
+ private:
+  peer::Progress* progress_;
+};
+
+// A deferred device request: the caller's stream is marked now (the producer's kernels queued
+// so far); the progress thread later makes the backend's own stream wait for the mark, enqueues
+// the work there and records the completion event the request then waits for. The caller's
+// later kernels do not queue behind the communication; its buffers belong to the request until
+// gjWait/gjTest completes it (as with MPI's nonblocking calls).
+template <class Body>
+void issue_deferred(gjComm* c, const Target& t, Work w, Body&& body, gjRequest_t* request, void* stream) {
+  auto mark = std::make_shared<const cuda::StreamMark>(t.index, stream, w.call);
+  auto tail = std::make_shared<requests::DeviceTail>();
+  const char* call = w.call;
+  const int device = t.index;
+  w.body = [c, device, call, mark, tail, body = std::forward<Body>(body)] {
+    Backend& b = c->backend_in_queue(device, call);
+    if (!b.has_completions()) {
+      throw Error(gjUnsupported, std::string(call) +
+                                     ": nonblocking operations on device buffers need completion events, which this "
+                                     "build's device backend does not record; use the blocking call (stream-ordered)");
+    }
+    void* own = b.own_stream();
+    mark->make_wait(own);
+    body(b, own);
+    tail->set(b, b.record_completion(own));
+  };
+  *request = requests::make_deferred(c, c->queue->submit(std::move(w)), std::move(tail));
+}
+
+// Runs body(backend, stream) now (request == NULL) or as a request. Host work goes through the
+// communicator's queue; device work is deferred (issue_deferred) or, without a progress
+// thread, enqueued on the caller's stream from this thread after every earlier host request,
+// its request completing with an event.
+//
+// Every call is counted into the communicator's progress (peer/progress.h) when it is issued
+// and out when its result is ready: here for blocking calls and device calls without a progress
+// thread, by the queue for what it runs (host requests, deferred device requests).
 template <class Body>
 void issue(gjComm* c, const Target& t, Work w, Body&& body, gjRequest_t* request, void* stream) {
-  if (request == nullptr) return c->queue->run_blocking(w, body);
+  Entered entered(c, w);
+  const char* call = w.call;
+  if (request == nullptr) {
+    return c->queue->run_blocking(w, [&] {
+      body(t.backend != nullptr ? *t.backend : c->backend_in_queue(t.index, call), stream);
+    });
+  }
   if (!t.device) {
-    w.body = std::forward<Body>(body);
+    w.body = [b = t.backend, stream, body = std::forward<Body>(body)] { body(*b, stream); };
     *request = requests::make_host(c, c->queue->submit(std::move(w)));
+    entered.queued();
     return;
   }
-  if (!t.backend->has_completions()) {
-    throw Error(gjUnsupported, std::string(w.call) +
-                                   ": nonblocking operations on device buffers need completion events, which this "
-                                   "build's device backend does not record; use the blocking call (stream-ordered)");
+  if (defer_device(c, request)) {
+    issue_deferred(c, t, std::move(w), std::forward<Body>(body), request, stream);
+    entered.queued();
+    return;
   }
-  t.backend->check_completion_stream(stream);
-  c->queue->run_blocking(w, body);
-  *request = requests::make_polled(c, *t.backend, t.backend->record_completion(stream));
+  // No progress thread: enqueued on the caller's stream now, after every earlier request. The
+  // capture and stream checks first (StreamMark), so a refusal has no side effect on any rank.
+  (void)cuda::StreamMark(t.index, stream, call);
+  Backend* used = nullptr;
+  void* handle = nullptr;
+  c->queue->run_blocking(w, [&] {
+    Backend& b = c->backend_in_queue(t.index, call);
+    if (!b.has_completions()) {
+      throw Error(gjUnsupported, std::string(call) +
+                                     ": nonblocking operations on device buffers need completion events, which "
+                                     "this build's device backend does not record; use the blocking call");
+    }
+    body(b, stream);
+    handle = b.record_completion(stream);
+    used = &b;
+  });
+  *request = requests::make_polled(c, *used, handle);
 }
 
 // The work item of one call: what the agreement check compares across ranks (kind, element
@@ -109,9 +208,8 @@ void issue_allreduce(gjComm* c, const Op& o, const Checked&, gjRequest_t* reques
   if (!t.device && request != nullptr) {
     w.fuse = Work::Fusible{o.sendbuff, o.recvbuff, o.count, o.dtype(), o.op(), o.scale, c->fusion_threshold};
   }
-  Backend* b = t.backend;
-  auto body = [b, o] {
-    if (o.count > 0) b->allreduce_scaled(o.sendbuff, o.recvbuff, o.count, o.dtype(), o.op(), o.scale, o.stream);
+  auto body = [o](Backend& b, void* stream) {
+    if (o.count > 0) b.allreduce_scaled(o.sendbuff, o.recvbuff, o.count, o.dtype(), o.op(), o.scale, stream);
   };
   issue(c, t, std::move(w), std::move(body), request, o.stream);
 }
@@ -138,13 +236,13 @@ void issue_grouped(gjComm* c, const Op& o, const Checked& k, gjRequest_t* reques
   w.sig.ntensors = static_cast<std::uint64_t>(o.ntensors);
   w.sig.counts_hash = hash_counts(o.counts, o.ntensors);
   w.agree_first = c->runs_agreement_check(true);
-  Backend* b = t.backend;
   const std::size_t threshold = c->fusion_threshold;
   const std::size_t total = k.total;
-  auto body = [b, o, total, threshold, sends = std::move(sends), recvs = std::move(recvs), counts = std::move(counts)] {
+  auto body = [o, total, threshold, sends = std::move(sends), recvs = std::move(recvs),
+               counts = std::move(counts)](Backend& b, void* stream) {
     if (total == 0) return;
-    grouped_allreduce(*b, sends.data(), recvs.data(), counts.data(), o.ntensors, o.dtype(), o.op(), o.scale, threshold,
-                      o.stream);
+    grouped_allreduce(b, sends.data(), recvs.data(), counts.data(), o.ntensors, o.dtype(), o.op(), o.scale, threshold,
+                      stream);
   };
   issue(c, t, std::move(w), std::move(body), request, o.stream);
 }
@@ -155,9 +253,8 @@ void issue_broadcast(gjComm* c, const Op& o, const Checked&, gjRequest_t* reques
   const Target t = target_of(c, o.call, buffers, names, 1);
   Work w = work_for(o, c, Kind::Broadcast, o.count);
   w.sig.root = static_cast<std::uint64_t>(o.root);
-  Backend* b = t.backend;
-  auto body = [b, o] {
-    if (o.count > 0) b->broadcast(o.recvbuff, o.count, o.dtype(), o.root, o.stream);
+  auto body = [o](Backend& b, void* stream) {
+    if (o.count > 0) b.broadcast(o.recvbuff, o.count, o.dtype(), o.root, stream);
   };
   issue(c, t, std::move(w), std::move(body), request, o.stream);
 }
@@ -172,10 +269,9 @@ void issue_allgather(gjComm* c, const Op& o, const Checked& k, gjRequest_t* requ
   const Target t = target_of(c, o.call, buffers, names, 2);
   Work w = work_for(o, c, Kind::AllGather, k.total);
   if (w.agree_first) w.sig.counts_hash = hash_counts(counts.data(), c->size);
-  Backend* b = t.backend;
   const std::size_t total = k.total;
-  auto body = [b, o, total, counts = std::move(counts)] {
-    if (total > 0) b->allgatherv(o.sendbuff, o.recvbuff, counts.data(), o.dtype(), o.stream);
+  auto body = [o, total, counts = std::move(counts)](Backend& b, void* stream) {
+    if (total > 0) b.allgatherv(o.sendbuff, o.recvbuff, counts.data(), o.dtype(), stream);
   };
   issue(c, t, std::move(w), std::move(body), request, o.stream);
 }
@@ -210,7 +306,9 @@ void issue_allgather_late(gjComm* c, const Op& o, const Checked&, gjRequest_t* r
     validate::buffer(o.call, "the plan's recvbuff", recvbuff, total);
     if (total > 0) b->allgatherv(o.sendbuff, recvbuff, counts.data(), o.dtype(), nullptr);
   };
+  Entered entered(c, w);
   *request = requests::make_host(c, c->queue->submit(std::move(w)));
+  entered.queued();
 }
 
 void issue_reduce_scatter(gjComm* c, const Op& o, const Checked& k, gjRequest_t* request) {
@@ -221,10 +319,9 @@ void issue_reduce_scatter(gjComm* c, const Op& o, const Checked& k, gjRequest_t*
   const Target t = target_of(c, o.call, buffers, names, 2);
   Work w = reduction_work(o, c, Kind::ReduceScatter, k.total);
   if (w.agree_first) w.sig.counts_hash = hash_counts(counts.data(), c->size);
-  Backend* b = t.backend;
   const std::size_t total = k.total;
-  auto body = [b, o, total, counts = std::move(counts)] {
-    if (total > 0) b->reduce_scatter(o.sendbuff, o.recvbuff, counts.data(), o.dtype(), o.op(), o.scale, o.stream);
+  auto body = [o, total, counts = std::move(counts)](Backend& b, void* stream) {
+    if (total > 0) b.reduce_scatter(o.sendbuff, o.recvbuff, counts.data(), o.dtype(), o.op(), o.scale, stream);
   };
   issue(c, t, std::move(w), std::move(body), request, o.stream);
 }
@@ -241,16 +338,15 @@ void issue_alltoallv(gjComm* c, const Op& o, const Checked&, gjRequest_t* reques
   // A rank that sends and receives nothing still takes its peers' path (alltoall_device).
   const int device = c->alltoall_device(buffers_device(o.call, buffers, names, 2),
                                         buffers[0] == nullptr && buffers[1] == nullptr, o.call);
-  const Target t{device >= 0, &c->backend_for(device, o.call)};
+  const Target t = device_or_host(c, o.call, device);
   // Counts differ per rank: the record agrees on the kind and dtype, and the body checks each
   // pair's counts (recvcounts[q] here == rank q's sendcounts for this rank) when checking.
   Work w = work_for(o, c, Kind::AllToAll, 0);
   const bool pairs = w.agree_first;
-  Backend* b = t.backend;
   const MPI_Comm mpi = c->mpi;
-  auto body = [b, o, pairs, mpi, sc = std::move(sc), rc = std::move(rc)] {
+  auto body = [o, pairs, mpi, sc = std::move(sc), rc = std::move(rc)](Backend& b, void* stream) {
     if (pairs) alltoall::require_matching_counts(mpi, o.call, sc.data(), rc.data());
-    b->alltoallv(o.sendbuff, sc.data(), o.recvbuff, rc.data(), o.dtype(), o.stream);
+    b.alltoallv(o.sendbuff, sc.data(), o.recvbuff, rc.data(), o.dtype(), stream);
   };
   issue(c, t, std::move(w), std::move(body), request, o.stream);
 }
@@ -265,8 +361,8 @@ void issue_adasum(gjComm* c, const Op& o, const Checked&, gjRequest_t* request) 
   }
   Work w = work_for(o, c, Kind::Adasum, o.count);
   const MPI_Comm mpi = c->mpi;
-  auto body = [o, mpi] { adasum::host_adasum(mpi, o.sendbuff, o.recvbuff, o.count, o.dtype()); };
-  issue(c, Target{false, c->host.get()}, std::move(w), std::move(body), request, nullptr);
+  auto body = [o, mpi](Backend&, void*) { adasum::host_adasum(mpi, o.sendbuff, o.recvbuff, o.count, o.dtype()); };
+  issue(c, Target{false, -1, c->host.get()}, std::move(w), std::move(body), request, nullptr);
 }
 
 void issue_barrier(gjComm* c, const Op& o, const Checked&, gjRequest_t* request) {
@@ -276,8 +372,8 @@ void issue_barrier(gjComm* c, const Op& o, const Checked&, gjRequest_t* request)
   w.agree_first = c->runs_agreement_check(false);
   const MPI_Comm mpi = c->mpi;
   const char* call = o.call;
-  auto body = [mpi, call] { mpi_check(MPI_Barrier(mpi), std::string(call) + ": MPI_Barrier"); };
-  issue(c, Target{false, c->host.get()}, std::move(w), std::move(body), request, nullptr);
+  auto body = [mpi, call](Backend&, void*) { mpi_check(MPI_Barrier(mpi), std::string(call) + ": MPI_Barrier"); };
+  issue(c, Target{false, -1, c->host.get()}, std::move(w), std::move(body), request, nullptr);
 }
 
 void issue_op(gjComm* c, const Op& o, const Checked& k, gjRequest_t* request) {

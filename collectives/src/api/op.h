@@ -1,6 +1,6 @@
-// One collective call as data (NCCL's ncclInfo): every collective entry point fills an Op and
-// hands it to enqueue(), which runs the shared frame, the Op's validation rule (op_check.cpp)
-// and issues its body, a call of one Backend method (enqueue.cpp).
+// One collective call as data (NCCL's ncclInfo): every collective entry point builds an Op with
+// the constructor of its kind of call (api/collectives.cpp) and hands it to enqueue(), which
+// runs the shared frame, the Op's validation rule (op_check.cpp) and issues its body (enqueue.cpp).
 #pragma once
 
 #include <cstddef>

@@ -13,9 +13,9 @@
 #include "error.h"
 #include "host/reduce.h"
 #include "mpi/leader_ring.h"
-#include "mpi/mpi_check.h"
-#include "mpi/mpi_types.h"
-#include "mpi/mpi_wait.h"
+#include "mpi_base/mpi_check.h"
+#include "mpi_base/mpi_types.h"
+#include "mpi_base/mpi_wait.h"
 #include "mpi/node_layout.h"
 #include "peer/liveness.h"
 

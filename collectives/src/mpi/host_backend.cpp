@@ -10,9 +10,9 @@
 #include "dtype.h"
 #include "error.h"
 #include "host/reduce.h"
-#include "mpi/mpi_check.h"
-#include "mpi/mpi_types.h"
-#include "mpi/mpi_wait.h"
+#include "mpi_base/mpi_check.h"
+#include "mpi_base/mpi_types.h"
+#include "mpi_base/mpi_wait.h"
 #include "mpi/small_allreduce.h"
 
 namespace gj {

@@ -13,8 +13,8 @@
 
 #include "dtype.h"
 #include "host/reduce.h"
-#include "mpi/mpi_check.h"
-#include "mpi/mpi_wait.h"
+#include "mpi_base/mpi_check.h"
+#include "mpi_base/mpi_wait.h"
 #include "shm/plan.h"
 
 namespace gj {

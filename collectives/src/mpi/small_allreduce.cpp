@@ -4,8 +4,8 @@
 
 #include "dtype.h"
 #include "host/reduce.h"
-#include "mpi/mpi_check.h"
-#include "mpi/mpi_wait.h"
+#include "mpi_base/mpi_check.h"
+#include "mpi_base/mpi_wait.h"
 
 namespace gj {
 namespace {

@@ -30,7 +30,7 @@
 #include "../cuda/elementwise.h"
 #include "../dtype.h"
 #include "../error.h"
-#include "../mpi/mpi_check.h"
+#include "../mpi_base/mpi_check.h"
 #include "handle_pool.h"
 #include "nccl_buffer.h"
 #include "nccl_comm.h"
@@ -162,6 +162,8 @@ class NcclBackend final : public Backend {
       }
       (void)cudaEventDestroy(fusion_.done);
       (void)cudaEventDestroy(scratch_.done);
+      // After finalize its work is done; after an abort NCCL ended its kernels.
+      if (own_ != nullptr && !comm_.aborted()) (void)cudaStreamDestroy(own_);
       for (cudaEvent_t e : requests_.drain()) (void)cudaEventDestroy(e);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "gj collectives: NCCL backend teardown: %s\n", e.what());
@@ -362,6 +364,17 @@ class NcclBackend final : public Backend {
       check(r, "cudaEventRecord(device request)");
     }
     return e;
+  }
+
+  void* own_stream() override {
+    const auto lock = comm_.guard();
+    comm_.ensure_usable("the backend's stream");
+    if (own_ == nullptr) {
+      DeviceScope scope(device_);
+      // Non-blocking: never joined with the legacy stream's work, which a caller may be using.
+      check(cudaStreamCreateWithFlags(&own_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags(the backend's stream)");
+    }
+    return own_;
   }
 
   bool completion_done(void* handle) override {
@@ -596,6 +609,7 @@ class NcclBackend final : public Backend {
   nccl::Comm comm_;
   nccl::HandlePool<cudaEvent_t> requests_{kSpareRequestEvents};
   DeviceBuffer fusion_;
+  cudaStream_t own_ = nullptr;  // own_stream(): nonblocking calls communicate here
   DeviceBuffer scratch_;
 };
 

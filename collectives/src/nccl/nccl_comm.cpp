@@ -6,7 +6,7 @@
 
 #include "../cuda/check.h"
 #include "../error.h"
-#include "../mpi/mpi_check.h"
+#include "../mpi_base/mpi_check.h"
 #include "nccl_plan.h"
 #include "nccl_watchdog.h"
 
@@ -16,25 +16,24 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Polls until done() with a deadline; yields first (collectives usually finish within
-// microseconds), then sleeps so that a long wait does not burn a core.
+// microseconds), then sleeps in proportion to the time waited (poll_pause_us), so that a long
+// wait does not burn a core and a short one gets no fixed sleep added.
 class Poller {
  public:
   explicit Poller(long timeout_ms)
       : start_(Clock::now()), timeout_(std::chrono::milliseconds(timeout_ms)), forever_(timeout_ms <= 0) {}
   bool expired() const { return !forever_ && Clock::now() - start_ > timeout_; }
-  void pause() {
-    if (++spins_ < 1000) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
+  void pause() const {
+    const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count();
+    const long us = poll_pause_us(static_cast<long>(waited));
+    if (us == 0) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(us));
   }
 
  private:
   Clock::time_point start_;
   Clock::duration timeout_;
   bool forever_;
-  long spins_ = 0;
 };
 
 }  // namespace

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "../peer/check.h"
+#include "../mpi_base/peer_check.h"
 #include "nccl_plan.h"
 
 namespace gj::nccl {
@@ -78,7 +78,7 @@ class Comm {
   [[noreturn]] void fail(ncclResult_t result, const std::string& what);
   [[noreturn]] void time_out(const std::string& what);
   ncclResult_t async_state();
-  // A rank of the communicator left the job (peer/check.h): aborts and throws gjPeerLost.
+  // A rank of the communicator left the job (mpi_base/peer_check.h): aborts and throws gjPeerLost.
   void check_peers();
   void watch(int device);
   // Caller holds mutex_. The communicator to abort (now marked aborted), or nullptr when healthy.

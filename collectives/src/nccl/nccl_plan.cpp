@@ -167,4 +167,11 @@ std::string describe(const Operation& op) {
   return s + ")";
 }
 
+long poll_pause_us(long elapsed_us) {
+  constexpr long kYieldUs = 2000, kMinUs = 20, kMaxUs = 1000;
+  if (elapsed_us < kYieldUs) return 0;
+  const long pause = elapsed_us / 32;
+  return pause < kMinUs ? kMinUs : pause > kMaxUs ? kMaxUs : pause;
+}
+
 }  // namespace gj::nccl

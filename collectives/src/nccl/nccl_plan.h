@@ -111,4 +111,11 @@ struct Operation {
 };
 std::string describe(const Operation& op);
 
+// How long a host wait for device work (gjWait, finalize) pauses before polling again, after
+// waiting `elapsed_us` so far: 0 = yield only (the first 2 ms: most collectives end within them,
+// and a sleep's granularity would be most of their time), then 1/32 of the time waited so far,
+// 20 us to 1 ms: the latency a sleep adds stays within about 3 % of the wait, and a wait for a
+// late peer polls at most about 1000 times a second.
+long poll_pause_us(long elapsed_us);
+
 }  // namespace gj::nccl

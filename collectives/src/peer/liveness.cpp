@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "error.h"
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 
 namespace gj::peer {
 namespace {

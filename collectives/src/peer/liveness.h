@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "peer/check.h"
+#include "mpi_base/peer_check.h"
 #include "peer/monitor.h"
 
 namespace gj::peer {

@@ -26,6 +26,7 @@ struct State {
   std::string end_reason;
   bool left = false;
   bool failed = false;
+  std::string stop_reason;
   std::mutex write_m;
 };
 
@@ -35,13 +36,14 @@ State& state() {
 }
 
 std::atomic<int> g_fd{-1};
+std::atomic<bool> g_stop{false};
+std::atomic<bool> g_stop_polled{false};
 std::once_flag g_started;
 
-void send_line(const std::string& line) {
+void send_raw(const std::string& text) {
   const int fd = g_fd.load();
   if (fd < 0) return;
   std::lock_guard<std::mutex> lock(state().write_m);
-  const std::string text = line + "\n";
   std::size_t at = 0;
   while (at < text.size()) {
     // MSG_NOSIGNAL: a wrapper that is gone must not kill this rank with SIGPIPE.
@@ -51,6 +53,8 @@ void send_line(const std::string& line) {
     at += static_cast<std::size_t>(n);
   }
 }
+
+void send_line(const std::string& line) { send_raw(line + "\n"); }
 
 void handle(const Line& l) {
   if (l.verb == "lost") {
@@ -63,6 +67,13 @@ void handle(const Line& l) {
     const auto why = l.fields.find("reason");
     mark_lost(static_cast<int>(rank), h == l.fields.end() ? std::string("unknown") : h->second,
               why == l.fields.end() ? std::string("left the job") : why->second);
+  } else if (l.verb == "stop") {
+    const auto why = l.fields.find("reason");
+    {
+      std::lock_guard<std::mutex> lock(state().m);
+      if (state().stop_reason.empty()) state().stop_reason = why == l.fields.end() ? std::string("stop requested") : why->second;
+    }
+    g_stop.store(true, std::memory_order_release);
   } else if (l.verb == "end") {
     const auto s = l.fields.find("status");
     const auto why = l.fields.find("reason");
@@ -176,6 +187,8 @@ void mark_lost(int world_rank, const std::string& host, const std::string& reaso
   g_lost_epoch.fetch_add(1, std::memory_order_acq_rel);
 }
 
+void send_text(const std::string& lines) { send_raw(lines); }
+
 void hello(int world_rank, int world_size) {
   send_line("hello rank=" + std::to_string(world_rank) + " size=" + std::to_string(world_size));
 }
@@ -196,6 +209,16 @@ void fail(const char* kind, const std::string& reason) {
     state().failed = true;
   }
   send_line(std::string("fail kind=") + kind + " reason=" + one_line(reason));
+}
+
+bool stop_requested_locally() {
+  if (!g_stop_polled.load(std::memory_order_relaxed) && !g_stop_polled.exchange(true)) send_line("stoppoll");
+  return g_stop.load(std::memory_order_acquire);
+}
+
+std::string stop_reason() {
+  std::lock_guard<std::mutex> lock(state().m);
+  return state().stop_reason;
 }
 
 End wait_end(std::string* reason) {

@@ -4,6 +4,10 @@
 // world ranks are gone (`lost`) and how the job ends (`end`); the library tells the wrapper
 // when it joined (`hello`), when it is done (`leave`) and why it is about to abort (`fail`).
 //
+// The master can also ask every rank to stop (`stop`: the job is being deleted, or the user
+// asked): stop_requested_locally() turns true, and the frontends' stop_requested() reads it
+// (docs/agent.md "Stop requests").
+//
 // A reader thread blocks on the socket: the waits of every host and device path then learn of
 // a lost peer from one atomic load (lost_epoch), without a system call in their loops, and
 // gjFinalize can wait for `end` on a condition variable. Without the variable (or when it is
@@ -17,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "peer/check.h"
+#include "mpi_base/peer_check.h"
 
 namespace gj::peer {
 
@@ -54,12 +58,21 @@ std::optional<Lost> lost(int world_rank);
 // Records world_rank as lost (first record wins). Used by the reader and by the same-node check.
 void mark_lost(int world_rank, const std::string& host, const std::string& reason);
 
-// library -> wrapper; no-ops without a monitor.
+// library -> wrapper; no-ops without a monitor. send_text: whole lines (peer/progress.h).
+void send_text(const std::string& lines);
 void hello(int world_rank, int world_size);
 void leave();  // once
 void fail(const char* kind, const std::string& reason);  // kind: nccl-watchdog|stall|peer-lost|error
 // After leave(): blocks until the wrapper's `end` (or EOF). NoMonitor without a socket.
 End wait_end(std::string* reason);
+// True once the wrapper passed on the master's `stop` (GJ_STOP_GRACE: the job is being ended
+// and the program may save its state and leave). The first call also tells the wrapper that
+// this program polls the flag (`stoppoll`), so that the master waits up to the grace for it
+// before ending the ranks. One atomic load after that first call.
+bool stop_requested_locally();
+// The reason the master gave with `stop` ("" before one came).
+std::string stop_reason();
+
 // gjFinalize's part: leave(), then wait_end(); false when the job is failing (`end
 // status=failed` or the wrapper gone; without a wrapper: a rank of the job is known lost),
 // when MPI must not be finalized.

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 
 namespace gj::shm {
 namespace {

@@ -12,7 +12,7 @@
 #include <random>
 
 #include "error.h"
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 
 namespace gj::shm {
 namespace {

@@ -23,7 +23,7 @@
 #include "dtype.h"
 #include "error.h"
 #include "host/reduce.h"
-#include "mpi/mpi_check.h"
+#include "mpi_base/mpi_check.h"
 #include "shm/cpu_limit.h"
 #include "shm/plan.h"
 #include "shm/prefault.h"

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "peer/check.h"
+#include "mpi_base/peer_check.h"
 
 #include "config.h"
 #include "gj/collectives.h"

@@ -14,7 +14,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "peer/check.h"
+#include "mpi_base/peer_check.h"
 
 namespace gj::shm {
 

@@ -35,6 +35,17 @@ void control_max_equals_mpi(Ctx& ctx) {
   }
 }
 
+// Without gj-mpirun's rank wrapper nobody is asked to stop: 0 on every rank, several calls in a
+// row, beside the control channel's other calls (gj.torch's stop_requested under gj-mpirun:
+// torch.gj_mpirun_restart.sigterm).
+void stop_requested_without_a_wrapper(Ctx& ctx) {
+  for (int i = 0; i < 3; ++i) {
+    int stop = -1;
+    expect_ok(ctx, F, "gjStopRequested", gjStopRequested(ctx.comm, &stop), ctx.comm);
+    if (stop != 0) ctx.fail(F, "gjStopRequested without a wrapper: " + std::to_string(stop) + ", want 0");
+  }
+}
+
 void control_passes_a_queued_collective(Ctx& ctx) {
   if (ctx.size < 2) return;
   float x[4] = {1, 1, 1, 1};
@@ -116,6 +127,7 @@ void argument_errors(Ctx& ctx) {
 void run_control_cases(Ctx& ctx) {
   control_max_equals_mpi(ctx);
   control_passes_a_queued_collective(ctx);
+  stop_requested_without_a_wrapper(ctx);
   late_allgather(ctx);
   argument_errors(ctx);
 }

@@ -104,6 +104,15 @@ TEST_CASE("every nonblocking call checks its request pointer before its communic
   CHECK_THAT(std::string(gjGetLastError(nullptr)), Catch::StartsWith("gjIcontrolMax: comm=NULL"));
 }
 
+TEST_CASE("gjStopRequested checks its out pointer, then its communicator, and answers 0 on a failure", "[c_api][stop]") {
+  CHECK(gjStopRequested(nullptr, nullptr) == gjInvalidArgument);
+  CHECK_THAT(std::string(gjGetLastError(nullptr)), Catch::StartsWith("gjStopRequested: stop=NULL"));
+  int stop = 7;
+  CHECK(gjStopRequested(nullptr, &stop) == gjInvalidUsage);
+  CHECK(stop == 0);
+  CHECK_THAT(std::string(gjGetLastError(nullptr)), Catch::StartsWith("gjStopRequested: comm=NULL"));
+}
+
 // The NCCL query asks the library's own search: a GJ_NCCL_LIBRARY that does not load is
 // gjUnsupported with the search's reason, as for a communicator's first device collective.
 // (gjNcclVersion with a library that loads: coll.unit.nccl_version.fake, GJ_EXPECT_NCCL_VERSION.)

@@ -1,7 +1,12 @@
 // The rank socket's line format (peer/monitor.h) and the lost peer's message (peer/liveness.h).
 #include <catch2/catch.hpp>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "peer/liveness.h"
 #include "peer/monitor.h"
@@ -38,4 +43,23 @@ TEST_CASE("a lost peer's message names rank, host and why, once", "[peer]") {
         "rank 1 (host job-worker-0) left the job: exited with code 3");
   CHECK(lost_message(2, Lost{"pod-2", "left the job: called shutdown", {}}) ==
         "rank 2 (host pod-2) left the job: called shutdown");
+}
+
+TEST_CASE("the master's stop request reaches stop_requested_locally(), whose first call says stoppoll", "[peer]") {
+  int pair[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+  gj::peer::start({{"GJ_RANK_MONITOR_FD", std::to_string(pair[1])}});
+  REQUIRE(gj::peer::attached());
+  CHECK_FALSE(gj::peer::stop_requested_locally());
+  CHECK_FALSE(gj::peer::stop_requested_locally());
+  char buf[64] = {0};
+  const ssize_t n = ::recv(pair[0], buf, sizeof buf - 1, 0);
+  CHECK(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0) == "stoppoll\n");  // once
+  const std::string stop = "stop reason=the pod is being deleted\n";
+  REQUIRE(::send(pair[0], stop.data(), stop.size(), 0) == static_cast<ssize_t>(stop.size()));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!gj::peer::stop_requested_locally() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(gj::peer::stop_requested_locally());
+  CHECK(gj::peer::stop_reason() == "the pod is being deleted");
 }

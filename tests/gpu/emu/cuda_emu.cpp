@@ -70,6 +70,7 @@ struct Stream {
   bool running = false;
   bool stop = false;
   bool destroyed = false;  // guarded by g_mutex: its handle is invalid, its work still runs
+  std::set<const Stream*> waited_for;  // guarded by g_mutex: streams whose events it waited on
   std::thread worker;
   Capture* capture = nullptr;  // guarded by g_mutex
 
@@ -163,8 +164,23 @@ int env_int(const char* name, int fallback) {
   return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
 }
 
+// The installed driver's CUDA version (GJ_EMU_DRIVER_VERSION, default: this runtime's). Older
+// than CUDART_VERSION: the runtime cannot use it (cudaErrorInsufficientDriver from every call
+// that initializes it), while another runtime in the process (torch's cu12 build) still
+// allocates device memory through that driver (gjemu::foreign_alloc, the driver library).
+int driver_version() {
+  static const int v = [] {
+    const char* e = std::getenv("GJ_EMU_DRIVER_VERSION");
+    return e != nullptr && *e != '\0' ? std::atoi(e) : CUDART_VERSION;
+  }();
+  return v;
+}
+
+bool driver_too_old() { return driver_version() < CUDART_VERSION; }
+
 int device_count() {
   static const int n = [] {
+    if (driver_too_old()) return 0;
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
     if (visible != nullptr && (std::strcmp(visible, "-1") == 0 || *visible == '\0')) return 0;
     return std::max(0, env_int("GJ_EMU_DEVICES", 2));
@@ -302,6 +318,13 @@ cudaError_t launch(cudaStream_t stream, std::function<void()> work, const char* 
 
 int current_device() { return t_device; }
 
+void* foreign_alloc(int device, std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  void* m = std::aligned_alloc(256, (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256);
+  g_memory[static_cast<const char*>(m)] = Allocation{bytes, device};
+  return m;
+}
+
 int device_of(const void* p) {
   std::lock_guard<std::mutex> lock(g_mutex);
   const Allocation* a = find_allocation(p, nullptr);
@@ -338,7 +361,19 @@ extern "C" {
 
 cudaError_t cudaGetDeviceCount(int* count) {
   *count = device_count();
+  if (driver_too_old()) return fail(cudaErrorInsufficientDriver);
   return *count == 0 ? fail(cudaErrorNoDevice) : cudaSuccess;
+}
+
+// Neither initializes the runtime (the real ones answer with no usable driver too).
+cudaError_t cudaDriverGetVersion(int* version) {
+  *version = driver_version();
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  *version = CUDART_VERSION;
+  return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int* device) {
@@ -370,6 +405,7 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
@@ -389,6 +425,7 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorNotReady: return "device not ready";
     case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
@@ -512,6 +549,7 @@ cudaError_t cudaFreeHost(void* p) {
 }
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attr, const void* p) {
+  if (driver_too_old()) return fail(cudaErrorInsufficientDriver);
   std::lock_guard<std::mutex> lock(g_mutex);
   need_context();  // even for host memory: the runtime initializes the current device first
   std::memset(attr, 0, sizeof *attr);
@@ -791,6 +829,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   }
   if (e->stream == nullptr || e->stream == s) return cudaSuccess;
   Stream* other = e->stream;
+  s->waited_for.insert(other);
   const unsigned long long position = e->position;
   enqueue_locked(s, Task{[other, position] { other->wait_for(position); }});
   return cudaSuccess;
@@ -861,10 +900,27 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsi
                                              cudaDriverEntryPointQueryResult* status) {
   if (symbol == nullptr || fn == nullptr) return fail(cudaErrorInvalidValue);
   *fn = nullptr;
+  if (driver_too_old()) return fail(cudaErrorInsufficientDriver);
   if (std::strcmp(symbol, "cuDevicePrimaryCtxGetState") == 0) *fn = reinterpret_cast<void*>(&emu_cuDevicePrimaryCtxGetState);
   if (std::strcmp(symbol, "cuPointerGetAttribute") == 0) *fn = reinterpret_cast<void*>(&emu_cuPointerGetAttribute);
   if (status != nullptr) *status = *fn != nullptr ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return cudaSuccess;
+}
+
+// Not CUDA's: 1 when `stream` ever waited (cudaStreamWaitEvent) for an event recorded on `other`
+// (nullptr: the current device's legacy stream), for tests that assert the order between
+// streams; a test finds it with dlsym (absent from the real runtime).
+int gjemu_stream_waited_for(cudaStream_t stream, cudaStream_t other) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Stream* s = resolve(stream);
+  Stream* o = resolve(other);
+  return s != nullptr && o != nullptr && s->waited_for.count(o) != 0 ? 1 : 0;
+}
+
+// The driver library's pointer query (emu/driver_emu.c, libcuda.so.1): answers whatever the
+// runtime's state, as the real driver does for memory any runtime allocated through it.
+CUresult gjemu_driver_cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  return emu_cuPointerGetAttribute(data, attribute, ptr);
 }
 
 }  // extern "C"

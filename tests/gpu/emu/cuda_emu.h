@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
@@ -21,6 +22,10 @@ cudaError_t launch(cudaStream_t stream, std::function<void()> work, const char* 
 
 // The device the calling thread has current.
 int current_device();
+
+// Device memory allocated by another CUDA runtime in the process (torch's), through the driver:
+// works whatever GJ_EMU_DRIVER_VERSION says, and the runtime's queries do not see it then.
+void* foreign_alloc(int device, std::size_t bytes);
 
 // The devices whose primary context this process has created (sorted).
 std::vector<int> context_devices();

@@ -711,8 +711,13 @@ bool on_device(ncclComm* c, const void* p, const char* name, const char* call) {
   return false;
 }
 
+// The stream of the latest collective or send/recv call accepted (gjemu_nccl_last_stream): a test
+// asks which stream communication ran on.
+std::atomic<cudaStream_t> g_last_stream{nullptr};
+
 ncclResult_t enqueue(Item item, const void* send, void* recv, ncclComm* c, cudaStream_t stream) {
   const char* call = kind_name(item.kind);
+  g_last_stream.store(stream);
   if (c == nullptr || !known(c) || c->aborted.load()) {
     set_error("%s : invalid communicator", call);
     return ncclInvalidArgument;
@@ -791,6 +796,10 @@ void release(ncclComm* c) {
 }  // namespace
 
 extern "C" {
+
+// Not NCCL's: the stream the latest NCCL operation was called with (the per-stream record a test
+// reads through dlsym on this library; absent from a real NCCL).
+cudaStream_t gjemu_nccl_last_stream() { return g_last_stream.load(); }
 
 ncclResult_t ncclGetVersion(int* v) {
   *v = version();

@@ -374,3 +374,27 @@ def test_partial_distributed_optimizer_keeps_local_layers_local():
     assert not same_on_all_ranks(local)  # each rank's own gradient (divided by the size)
     assert same_on_all_ranks(shared)
     assert isinstance(opt.variables(), list) and opt.variables() == opt.variables  # Horovod's callable list
+
+
+def test_stop_on_request_callback_arguments():
+    keras = _backend.keras()
+    cb = hvd.callbacks.StopOnRequestCallback(
+        checkpoint=keras.callbacks.ModelCheckpoint("m.weights.h5", save_weights_only=True))
+    assert cb.filepath == "m.weights.h5" and cb.save_weights_only
+    assert not hvd.callbacks.StopOnRequestCallback(filepath="m.keras").save_weights_only
+    with pytest.raises(ValueError, match="filepath='m.ckpt' must end in"):
+        hvd.callbacks.StopOnRequestCallback(filepath="m.ckpt")
+    with pytest.raises(ValueError, match="not both"):
+        hvd.callbacks.StopOnRequestCallback(filepath="m.keras", checkpoint=keras.callbacks.ModelCheckpoint("m.keras"))
+    with pytest.raises(ValueError, match="check_every=0"):
+        hvd.callbacks.StopOnRequestCallback(check_every=0)
+
+
+def test_stop_on_request_callback_runs_through_fit_without_a_request():
+    keras = _backend.keras()
+    model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")
+    cb = hvd.callbacks.StopOnRequestCallback()
+    model.fit(np.ones((8, 2), "float32"), np.ones((8, 1), "float32"), batch_size=4, epochs=2, callbacks=[cb],
+              verbose=0)
+    assert cb.stopped_epoch is None and cb.stopped_batch is None

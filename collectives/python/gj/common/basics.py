@@ -10,7 +10,7 @@ name) so messages name the package the user imported.
 import ctypes
 
 from .. import _core, _lib
-from . import exit_hooks, handles, horovod_env, stall, state, timeline
+from . import exit_hooks, handles, horovod_env, stacks, stall, state, timeline
 from . import process_sets as _process_sets
 from .process_sets import add_process_set, describe_ranks
 
@@ -27,6 +27,7 @@ def init(comm=None, process_sets=None, frontend="gj"):
                          "use process sets for subsets")
     if state.world is not None:
         return
+    stacks.install()  # before the first collective: a rank stuck in its own code can be shown
     if isinstance(process_sets, str):
         if process_sets.lower() != "dynamic":
             raise ValueError(f"init(process_sets={process_sets!r}): pass a list of ProcessSets or \"dynamic\"")

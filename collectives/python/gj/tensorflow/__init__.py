@@ -31,6 +31,7 @@ from .gradients import allreduce_gradients
 from .gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
 from .optimizer import DistributedOptimizer
 from . import elastic
+from ._stop import stop_requested
 from .util import _executing_eagerly  # Horovod's tests call hvd._executing_eagerly()
 
 __all__ = [
@@ -45,7 +46,7 @@ __all__ = [
     "broadcast_variables", "broadcast_global_variables", "broadcast_object", "broadcast_object_fn", "allgather_object",
     "allreduce_gradients", "DistributedGradientTape", "PartialDistributedGradientTape", "DistributedOptimizer",
     "SyncBatchNormalization", "start_timeline", "stop_timeline", "elastic",
-    "HorovodInternalError", "HostsUpdatedInterrupt", "collectives_path",
+    "HorovodInternalError", "HostsUpdatedInterrupt", "stop_requested", "collectives_path",
 ]
 
 

@@ -7,14 +7,15 @@ State, ObjectState and run with gj.tensorflow's broadcast_object as their defaul
 
 from ..common import elastic as _common
 from ..common.elastic import run
-from . import _basics, functions
+from . import _basics, _stop, functions
 
 __all__ = ["run", "State", "ObjectState", "TensorFlowKerasState", "TensorFlowState"]
 
 
 # Late-bound: the frontend's functions as they are when a state syncs.
 State, ObjectState = _common.frontend_states(
-    __name__, lambda obj, *a, **k: functions.broadcast_object(obj, *a, **k), lambda: _basics.rank())
+    __name__, lambda obj, *a, **k: functions.broadcast_object(obj, *a, **k), lambda: _basics.rank(),
+    lambda: _stop.stop_requested())
 
 
 def _optimizer_variables(optimizer):
@@ -42,6 +43,13 @@ class TensorFlowState(ObjectState):
     def save(self):
         self._save_variables()
         super().save()
+
+    def _snapshot(self):
+        return {**super()._snapshot(), "variables": self._values}
+
+    def _load_snapshot(self, snapshot):
+        super()._load_snapshot(snapshot)
+        self._values = snapshot.get("variables", self._values)
 
     def restore(self):
         for v, value in zip(self._tracked(), self._values or []):

@@ -31,6 +31,7 @@ from .optimizer import DistributedOptimizer
 from .sync_batch_norm import SyncBatchNorm
 from ..common.timeline import start_timeline, stop_timeline
 from . import elastic
+from ._stop import stop_requested
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size", "cross_rank",
@@ -47,5 +48,5 @@ __all__ = [
     "elastic",
     "sparse_allreduce_async", "barrier", "join", "poll", "synchronize",
     "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
-    "DistributedOptimizer", "HorovodInternalError", "HostsUpdatedInterrupt",
+    "DistributedOptimizer", "HorovodInternalError", "HostsUpdatedInterrupt", "stop_requested",
 ]

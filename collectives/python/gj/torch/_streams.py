@@ -30,6 +30,9 @@ class TorchStreams:
     def record(self, tensor, stream):
         tensor.record_stream(stream)
 
+    def capturing(self, tensor):
+        return tensor.is_cuda and torch.cuda.is_current_stream_capturing()
+
 
 ops = TorchStreams()
 
@@ -57,3 +60,16 @@ def keep_alive(tensors, stream):
     for t in tensors:
         if t is not None and ops.applies(t) and t.numel():
             ops.record(t, stream)
+
+
+def require_not_capturing(tensor, what):
+    """Raises RuntimeError naming what when torch's current stream is being captured into a CUDA
+    graph: a nonblocking reduction is completed by a host wait (synchronize), which a graph
+    replay cannot repeat, and the library refuses it during capture."""
+    if ops.capturing(tensor):
+        raise RuntimeError(
+            f"{what}: a DistributedOptimizer step cannot be captured in a CUDA graph: its gradient buckets "
+            "are nonblocking reductions that synchronize() completes on the host, which a replay cannot "
+            "repeat. Capture the forward and backward passes only and step outside the graph, or reduce "
+            "the gradients inside the graph with the blocking gj.torch.allreduce_ (stream-ordered, "
+            "capturable once the fusion buffer exists: run the same step once before capturing)")

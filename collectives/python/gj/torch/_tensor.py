@@ -44,6 +44,12 @@ def check_tensor(tensor, what, name="tensor", reduce=False):
         raise _lib.GjError(what, _lib.UNSUPPORTED,
                            f"{name} is a CUDA tensor but the library {_lib.library_path} was built "
                            "without NCCL; rebuild it with -DGJ_WITH_NCCL=ON (and CUDA)")
+    # torch's CUDA runtime may run where the library's cannot (an older driver than the toolkit
+    # gj was built with): the tensor's own device says it is device memory, so the call is
+    # refused here, before the library could be handed a pointer it cannot classify.
+    if tensor.is_cuda and _lib.device_problem():
+        raise _lib.GjError(what, _lib.CUDA_ERROR, f"{name} is a CUDA tensor ({tensor.device}), but "
+                           f"{_lib.device_problem()}")
     return code
 
 

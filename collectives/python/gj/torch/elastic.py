@@ -15,14 +15,15 @@ import torch
 
 from ..common import elastic as _common
 from ..common.elastic import run
-from . import _basics, functions
+from . import _basics, _stop, functions
 
 __all__ = ["run", "State", "ObjectState", "TorchState", "ElasticSampler"]
 
 
 # Late-bound: the frontend's functions as they are when a state syncs.
 State, ObjectState = _common.frontend_states(
-    __name__, lambda obj, *a, **k: functions.broadcast_object(obj, *a, **k), lambda: _basics.rank())
+    __name__, lambda obj, *a, **k: functions.broadcast_object(obj, *a, **k), lambda: _basics.rank(),
+    lambda: _stop.stop_requested())
 
 
 class TorchState(ObjectState):
@@ -53,6 +54,16 @@ class TorchState(ObjectState):
     def save(self):
         self._save_torch()
         super().save()
+
+    def _snapshot(self):
+        return {**super()._snapshot(), "model": self._model_saved, "optimizer": self._optimizer_saved,
+                "samplers": self._sampler_saved}
+
+    def _load_snapshot(self, snapshot):
+        super()._load_snapshot(snapshot)
+        self._model_saved = snapshot.get("model", self._model_saved)
+        self._optimizer_saved = snapshot.get("optimizer", self._optimizer_saved)
+        self._sampler_saved.update(snapshot.get("samplers", {}))
 
     def restore(self):
         if self.model is not None and self._model_saved is not None:

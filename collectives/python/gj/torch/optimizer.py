@@ -47,12 +47,21 @@ from ..common.exceptions import HorovodInternalError
 from ..common.reduce_ops import library_op
 
 BUCKET_BYTES_ENV = "GJ_TORCH_BUCKET_BYTES"
+# CUDA parameters: NCCL's allreduce bandwidth keeps rising well past 4 MiB (nccl-tests' published
+# curves reach most of the bus bandwidth only from tens of MiB; a 4 MiB message gets a fraction
+# of it), and with communication on the library's own stream a bucket no longer delays the
+# backward kernels queued after it. 25 MiB is DDP's bucket_cap_mb, within GJ_COLL_FUSION_BYTES'
+# 64 MiB (one NCCL call per bucket). Not measured by gj on a GPU yet: the device check's
+# `allreduce nccl` rows give the curve (docs/gpu.md, "Bucket size").
+DEFAULT_DEVICE_BUCKET_BYTES = 25 << 20
 
 
-def _bucket_bytes(environ=os.environ):
+def _bucket_bytes(environ=os.environ, cuda=False):
+    """GJ_TORCH_BUCKET_BYTES (HOROVOD_FUSION_THRESHOLD maps to it), else the default for the
+    parameters' device: DEFAULT_DEVICE_BUCKET_BYTES on CUDA, DEFAULT_BUCKET_BYTES on the host."""
     raw = environ.get(BUCKET_BYTES_ENV)
     if raw is None:
-        return DEFAULT_BUCKET_BYTES
+        return DEFAULT_DEVICE_BUCKET_BYTES if cuda else DEFAULT_BUCKET_BYTES
     try:
         value = int(raw)
         if value <= 0:
@@ -105,7 +114,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             check_tensor(torch.empty(0, dtype=p.dtype, device=p.device), what, f"parameter {name!r}", reduce=True)
         nbytes = [p.numel() * torch.empty(0, dtype=d).element_size() for p, d in zip(self._params, wire)]
         self._index = {id(p): i for i, p in enumerate(self._params)}
-        self._buckets = plan_buckets(nbytes, [str(d) for d in wire], _bucket_bytes(),
+        cuda = any(p.is_cuda for p in self._params)
+        self._buckets = plan_buckets(nbytes, [str(d) for d in wire], _bucket_bytes(cuda=cuda),
                                      self._group_indices(groups, what))
         self._kinds = [str(d) for d in wire]
         # Parameters that got a gradient on no rank in the previous step (the same set on every
@@ -209,6 +219,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return p.grad is not None and (self._counts[i] > 0 or i not in self._grad_accs)
 
     def _issue(self, members):
+        # Before anything reaches another rank: refused on every rank alike.
+        _streams.require_not_capturing(self._params[members[0]], "DistributedOptimizer")
         _join.announce_step(self)  # once per step, before its first request
         # The bucket runs on this thread's current stream, after every member's gradient stream.
         issue_stream = _streams.current(self._params[members[0]])

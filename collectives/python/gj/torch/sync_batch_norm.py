@@ -10,7 +10,12 @@ gradients stay local (the DistributedOptimizer averages them), as in Horovod.
 
 Horovod's SyncBatchNorm accepts CUDA tensors only; this one is written in plain torch ops and
 runs on CPU and CUDA tensors alike (statistics accumulated in float64 for float64 input, float32
-otherwise). Per call: one allreduce of 2C + 1 values forward, one of 2C values backward.
+otherwise). Per call: one allreduce of 2C + 1 values forward, one of 2C values backward. Neither
+pass synchronizes the host with the device (no device value is read on the host), and the
+per-channel sums reduce over the non-channel dimensions in place (no transposed copy of the
+activations). With at most one value per channel on a rank of a one-rank set training raises, as
+torch.nn.SyncBatchNorm does; a set whose ranks hold fewer than 2 values in all gets NaN/inf
+running variances instead of an error (telling would need a host sync).
 """
 
 import torch
@@ -27,27 +32,32 @@ def _stat_dtype(x):
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
-def _channels_view(x):
-    """x (N, C, *) -> (C, N * prod(*)) in the statistics dtype."""
-    return x.transpose(0, 1).reshape(x.shape[1], -1).to(_stat_dtype(x))
+def _reduced_dims(x):
+    """Every dimension but the channels (1): per-channel sums without a transposed copy."""
+    return [0] + list(range(2, x.dim()))
 
 
 def _shape(x):
     return [1, x.shape[1]] + [1] * (x.dim() - 2)
 
 
+# No host synchronization in forward or backward: nothing reads a device value on the host
+# (no .item(), no Python bool/int of a tensor), so on CUDA tensors the statistics, the reductions
+# (stream-ordered) and the normalization all stay queued on the device. The count check uses
+# what the host knows from the shapes (torch.nn.SyncBatchNorm's rule).
 class _SyncBatchNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, running_mean, running_var, eps, factor, process_set):
-        xc = _channels_view(x)
         c = x.shape[1]
-        local = torch.cat([xc.sum(1), (xc * xc).sum(1), xc.new_tensor([float(xc.shape[1])])])
+        local_count = x.numel() // c if c else 0
+        if running_mean is not None and local_count < 2 and process_set.size() < 2:
+            raise ValueError(f"SyncBatchNorm: expected more than 1 value per channel when training, got input of "
+                             f"size {tuple(x.shape)} on the only rank of the process set")
+        dims = _reduced_dims(x)
+        xs = x.to(_stat_dtype(x))
+        local = torch.cat([xs.sum(dims), (xs * xs).sum(dims), xs.new_full((1,), float(local_count))])
         total = mpi_ops.allreduce(local, op=mpi_ops.Sum, process_set=process_set)
         count = total[2 * c]
-        if count.item() < 2 and running_mean is not None:
-            raise ValueError(f"SyncBatchNorm: expected more than 1 value per channel over the process set when "
-                             f"training, got input of size {tuple(x.shape)} on this rank and {int(count.item())} "
-                             "values in all")
         mean = total[:c] / count
         var = (total[c:2 * c] / count - mean * mean).clamp_min(0)
         invstd = torch.rsqrt(var + eps)
@@ -57,8 +67,7 @@ class _SyncBatchNormFunction(torch.autograd.Function):
                 running_mean.mul_(1 - factor).add_(mean.to(running_mean.dtype), alpha=factor)
                 running_var.mul_(1 - factor).add_(unbiased.to(running_var.dtype), alpha=factor)
         shape = _shape(x)
-        xhat = (x.to(mean.dtype) - mean.view(shape)) * invstd.view(shape)
-        y = xhat
+        y = (xs - mean.view(shape)) * invstd.view(shape)
         if weight is not None:
             y = y * weight.to(mean.dtype).view(shape)
         if bias is not None:
@@ -73,10 +82,11 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         x, weight, mean, invstd, count = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad[0:3]
         shape = _shape(x)
-        dyc = _channels_view(dy)
-        xmu = _channels_view(x) - mean.view(-1, 1)
-        sum_dy = dyc.sum(1)
-        sum_dy_xmu = (dyc * xmu).sum(1)
+        dims = _reduced_dims(x)
+        dys = dy.to(mean.dtype)
+        xm = x.to(mean.dtype) - mean.view(shape)
+        sum_dy = dys.sum(dims)
+        sum_dy_xmu = (dys * xm).sum(dims)
         grad_w = (sum_dy_xmu * invstd).to(weight.dtype) if weight is not None and need_w else None
         grad_b = sum_dy.to(weight.dtype if weight is not None else dy.dtype) if ctx.has_bias and need_b else None
         grad_x = None
@@ -88,9 +98,8 @@ class _SyncBatchNormFunction(torch.autograd.Function):
             scale = invstd.view(shape)
             if weight is not None:
                 scale = scale * weight.to(mean.dtype).view(shape)
-            xm = x.to(mean.dtype) - mean.view(shape)
             inv2 = (invstd * invstd).view(shape)
-            grad_x = ((dy.to(mean.dtype) - mean_dy - xm * inv2 * mean_dy_xmu) * scale).to(x.dtype)
+            grad_x = ((dys - mean_dy - xm * inv2 * mean_dy_xmu) * scale).to(x.dtype)
         return grad_x, grad_w, grad_b, None, None, None, None, None
 
 

@@ -1,18 +1,17 @@
 """horovod.tensorflow.keras.callbacks on Keras 3 and Keras 2. gj.tensorflow.callbacks is this
 same module (the seed script writes hvd.callbacks after `import horovod.tensorflow as hvd`).
 
-The classes derive from the Callback of the Keras that tf.keras is (a Keras 3 model takes only
-Keras 3 callbacks). The learning rate is read and written through optimizer.learning_rate
+Each class is a callback of the Keras of the model it is given (a Keras 3 model takes only Keras 3
+callbacks): it derives from KerasCallback (_callback_base.py), not from one Keras' Callback. The learning rate is read and written through optimizer.learning_rate
 (Keras 3 removed keras.backend.get_value/set_value, which Horovod's callbacks use)."""
 
 import gj.tensorflow as hvd
 
 from . import _backend
+from ._callback_base import KerasCallback, KerasModelCheckpoint
 
-_k = _backend.keras()
 
-
-class BroadcastGlobalVariablesCallback(_k.callbacks.Callback):
+class BroadcastGlobalVariablesCallback(KerasCallback):
     """Broadcasts the model's variables and the optimizer's from root_rank at the end of the
     first batch (when the optimizer's variables exist), so every rank continues from root's
     state, as Horovod does; local_variables (variables or layers' variables) stay each rank's."""
@@ -37,7 +36,7 @@ class BroadcastGlobalVariablesCallback(_k.callbacks.Callback):
         self.broadcast_done = True
 
 
-class MetricAverageCallback(_k.callbacks.Callback):
+class MetricAverageCallback(KerasCallback):
     """At each epoch's end, replaces every metric in the logs by its average over the ranks (one
     allreduce of a float64 vector, metrics in name order), before the callbacks after it read them."""
 
@@ -55,7 +54,7 @@ class MetricAverageCallback(_k.callbacks.Callback):
             logs[n] = float(v)
 
 
-class LearningRateScheduleCallback(_k.callbacks.Callback):
+class LearningRateScheduleCallback(KerasCallback):
     """Sets the learning rate to initial_lr * multiplier(epoch) from start_epoch to end_epoch
     (exclusive): at each epoch's first batch when staircase, else at every batch with a
     fractional epoch (epoch + batch / steps_per_epoch). A constant multiplier is exponential
@@ -157,7 +156,7 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
                   (epoch + 1, _backend.to_float(self.model.optimizer.learning_rate)))
 
 
-class BestModelCheckpoint(_k.callbacks.ModelCheckpoint):
+class BestModelCheckpoint(KerasModelCheckpoint):
     """ModelCheckpoint(save_best_only=True) writing on rank 0 only. Horovod's signature has no filepath (its estimator sets .filepath later): pass
     filepath= here or set .filepath before fit; Keras 3 wants it to end in .keras or .h5."""
 
@@ -178,3 +177,101 @@ class BestModelCheckpoint(_k.callbacks.ModelCheckpoint):
         if hvd.rank() != 0:
             return
         super()._save_model(epoch, batch, logs)
+
+
+class StopOnRequestCallback(KerasCallback):
+    """Stops model.fit at the same batch on every rank when the job is asked to stop (gj-mpirun
+    got SIGTERM: the pod is being deleted; docs/tensorflow.md "Stopping on request"), and lets
+    rank 0 save that batch's model first.
+
+    Every `check_every` batches it calls gj.tensorflow.stop_requested() (one 8-byte allreduce,
+    True on every rank at the same call); on True it sets model.stop_training, which Keras 3 and
+    Keras 2 both honour after that batch. Rank 0 then saves, atomically (a temporary file in the
+    same folder, fsync, rename: a crash leaves the previous file whole), to
+    - filepath: model.save (".keras", ".h5") or, with save_weights_only or a ".weights.h5" name,
+      model.save_weights; "{epoch}" and the logs' names are formatted in as ModelCheckpoint does;
+    - or checkpoint, a keras ModelCheckpoint: its filepath and save_weights_only.
+    Next to the file, "<file>.stop.json" records the epoch and batch (resume_point() reads it).
+    stopped_epoch / stopped_batch say where it stopped (None when it did not)."""
+
+    _SUFFIXES = (".keras", ".h5")
+
+    def __init__(self, filepath=None, checkpoint=None, save_weights_only=None, check_every=1, verbose=1):
+        super().__init__()
+        if filepath is not None and checkpoint is not None:
+            raise ValueError("StopOnRequestCallback: pass filepath= or checkpoint=, not both")
+        if checkpoint is not None:
+            # Keras 3's or Keras 2's (tf_keras) ModelCheckpoint, or a subclass (BestModelCheckpoint).
+            if not any(c.__name__ == "ModelCheckpoint" for c in type(checkpoint).__mro__):
+                raise ValueError(f"StopOnRequestCallback: checkpoint={checkpoint!r} is not a keras ModelCheckpoint")
+            filepath = checkpoint.filepath
+            if save_weights_only is None:
+                save_weights_only = bool(checkpoint.save_weights_only)
+        if filepath is not None:
+            filepath = str(filepath)
+            if not filepath.endswith(self._SUFFIXES):
+                raise ValueError(f"StopOnRequestCallback: filepath={filepath!r} must end in .keras, .h5 or "
+                                 f".weights.h5 (one file, so that it can be replaced atomically)")
+        if not isinstance(check_every, int) or check_every < 1:
+            raise ValueError(f"StopOnRequestCallback: check_every={check_every!r} must be a positive int of batches")
+        self.filepath = filepath
+        self.save_weights_only = bool(save_weights_only) or (filepath or "").endswith(".weights.h5")
+        self.check_every = check_every
+        self.verbose = verbose
+        self.stopped_epoch = None
+        self.stopped_batch = None
+        self.saved_path = None
+        self._epoch = 0
+        self._batches = 0
+        self._pending = False
+
+    def on_train_begin(self, logs=None):
+        # The first call tells gj-mpirun that this program polls, so that a SIGTERM from now on
+        # gives it GJ_STOP_GRACE to save; a request already there stops fit after its first batch.
+        self._pending = hvd.stop_requested()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._batches += 1
+        if not self._pending:
+            if self._batches % self.check_every:
+                return
+            if not hvd.stop_requested():
+                return
+        self.model.stop_training = True
+        self.stopped_epoch, self.stopped_batch = self._epoch, batch
+        if self.filepath is not None:
+            path = self.filepath.format(epoch=self._epoch + 1, batch=batch, **(logs or {}))
+            self.saved_path = path
+            if hvd.rank() == 0:
+                self._save(path)
+        if self.verbose and hvd.rank() == 0:
+            where = f"; saved {self.saved_path}" if self.saved_path else ""
+            print(f"StopOnRequestCallback: the job was asked to stop; fit stops after epoch {self._epoch} "
+                  f"batch {batch} on every rank{where}", flush=True)
+
+    def _save(self, path):
+        import json
+
+        from ...common.checkpoint import atomic_write, atomic_write_with
+        if self.save_weights_only:
+            atomic_write_with(path, lambda tmp: self.model.save_weights(tmp))
+        else:
+            atomic_write_with(path, lambda tmp: self.model.save(tmp))
+        point = {"epoch": self.stopped_epoch, "batch": self.stopped_batch}
+        atomic_write(path + ".stop.json", lambda f: f.write(json.dumps(point).encode()))
+
+    @staticmethod
+    def resume_point(filepath):
+        """{"epoch": e, "batch": b} of the stop saved to filepath, or None when there is none:
+        fit(initial_epoch=e) after loading filepath redoes the rest of epoch e."""
+        import json
+        try:
+            with open(str(filepath) + ".stop.json") as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            raise ValueError(f"StopOnRequestCallback.resume_point: {filepath}.stop.json is unreadable: {e}") from None

@@ -2,9 +2,8 @@
 TensorFlowKerasState, and the three Keras callbacks that keep a state current during fit."""
 
 from ..elastic import TensorFlowKerasState, run  # noqa: F401  run is Horovod's name here too
-from ._backend import keras as _keras
-
-_Callback = _keras().callbacks.Callback
+from . import _backend
+from ._callback_base import KerasCallback as _Callback  # a callback of the model's Keras
 
 
 class KerasState(TensorFlowKerasState):
@@ -12,6 +11,7 @@ class KerasState(TensorFlowKerasState):
     and synced as one state (Horovod's KerasState)."""
 
     def __init__(self, model, optimizer=None, **kwargs):
+        _backend.keras_of("KerasState", [("model", model), ("optimizer", optimizer)])  # not mixed
         super().__init__(model, optimizer=optimizer, **kwargs)
 
 

@@ -43,11 +43,16 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None, compressio
     """keras.models.load_model, then the model's optimizer (with the state the file restored)
     made a DistributedOptimizer. A Keras 3 file is a .keras (or .h5) file; Keras 2 also reads
     SavedModel folders. custom_optimizers: optimizer classes the file may name (by class name);
-    legacy_opts is accepted for Horovod's signature (the file says which optimizer it holds)."""
+    legacy_opts is accepted for Horovod's signature (the file says which optimizer it holds).
+    The file is read by the Keras of the classes given (Keras 2 and 3 ones together: TypeError),
+    else by tf.keras's Keras."""
     del legacy_opts
     objects = {cls.__name__: cls for cls in (custom_optimizers or [])}
     objects.update(custom_objects or {})
-    model = _backend.keras().models.load_model(filepath, custom_objects=objects or None)
+    # The Keras that reads the file: that of the classes the caller passes, else tf.keras's.
+    k = _backend.keras_of("load_model", [("custom_objects[{!r}]".format(n), c) for n, c in sorted(objects.items())],
+                          default=None) or _backend.keras()
+    model = k.models.load_model(filepath, custom_objects=objects or None)
     optimizer = getattr(model, "optimizer", None)
     if optimizer is not None and not is_distributed(optimizer):
         wrap_in_place(optimizer, make_settings(compression=compression))

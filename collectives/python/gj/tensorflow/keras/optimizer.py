@@ -244,7 +244,8 @@ def distributed_class(base):
     if is_distributed(base):
         return base
     if base not in _classes:
-        mixin = _Keras3 if _backend.is_keras3() else _Keras2
+        # The base's own Keras decides, whatever tf.keras is (a script may import either).
+        mixin = _Keras3 if _backend.is_keras3(_backend.keras_of_class(base)) else _Keras2
         # The original's name and module: files written by model.save name the plain class.
         _classes[base] = type(base.__name__, (mixin, base),
                               {"__module__": base.__module__, "__qualname__": base.__qualname__,
@@ -288,28 +289,34 @@ def wrap_in_place(optimizer, settings):
 
 
 def _check_optimizer(optimizer):
-    k = _backend.keras()
-    bases = [k.optimizers.Optimizer]
-    legacy = getattr(k.optimizers, "legacy", None)
-    if legacy is not None and not _backend.is_keras3():
+    """The Keras of `optimizer` (and of the one a LossScaleOptimizer wraps), from their classes."""
+    named = [("optimizer", optimizer)]
+    inner = getattr(optimizer, "inner_optimizer", None)
+    if inner is not None:
+        named.append(("optimizer.inner_optimizer", inner))
+    k = _backend.keras_of("DistributedOptimizer", named)
+    bases = [] if k is None else [k.optimizers.Optimizer]
+    legacy = getattr(k.optimizers, "legacy", None) if k is not None else None
+    if legacy is not None and not _backend.is_keras3(k):
         bases.append(legacy.Optimizer)
-    if not isinstance(optimizer, tuple(bases)):
+    if not bases or not isinstance(optimizer, tuple(bases)):
         raise TypeError(
-            "DistributedOptimizer(optimizer={!r} from {}): not an optimizer of {} {}, the Keras that tf.keras "
-            "is here (TF_USE_LEGACY_KERAS=1 before TensorFlow's import selects tf_keras)".format(
-                type(optimizer).__name__, type(optimizer).__module__, k.__name__, k.__version__))
+            "DistributedOptimizer(optimizer={!r} from {}): not a Keras optimizer (an instance of a class of "
+            "keras.optimizers or tf_keras.optimizers, as tf.keras.optimizers.Adam(...) makes)".format(
+                type(optimizer).__name__, type(optimizer).__module__))
+    return k
 
 
 def create_distributed_optimizer(optimizer, name=None, **kwargs):
     """A new DistributedOptimizer from `optimizer`'s config (Horovod's way: the argument is left
     as it is), wrapped in a LossScaleOptimizer first under the mixed_float16 policy."""
-    _check_optimizer(optimizer)
+    k = _check_optimizer(optimizer)
     if is_distributed(optimizer):
         raise ValueError("DistributedOptimizer(optimizer={!r}): already a DistributedOptimizer; wrap the "
                          "plain optimizer once".format(type(optimizer).__name__))
     settings = make_settings(**kwargs)
-    if _backend.global_policy_name() == "mixed_float16" and not _backend.is_loss_scale_optimizer(optimizer):
-        optimizer = _backend.loss_scale_optimizer_class()(optimizer)
+    if _backend.global_policy_name(k) == "mixed_float16" and not _backend.is_loss_scale_optimizer(optimizer):
+        optimizer = _backend.loss_scale_optimizer_class(k)(optimizer)
     config = optimizer.get_config()
     if name is not None:
         config["name"] = name

@@ -1,0 +1,16 @@
+# cmake -P: the CUDA toolkit floor (cmake/GjCudaFloor.cmake) refuses 12.4 and 12.7 naming the
+# version, the floor and the calls that need it, and accepts 12.8 and 13.0.
+include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/GjCudaFloor.cmake)
+foreach(v 11.8 12.4 12.7.1)
+  gj_cuda_toolkit_floor(${v} reason)
+  if(NOT reason MATCHES "toolkit ${v} is older than 12.8" OR NOT reason MATCHES "cudaStreamGetDevice")
+    message(FATAL_ERROR "CUDA ${v}: expected a refusal naming it, the floor and cudaStreamGetDevice, got \"${reason}\"")
+  endif()
+endforeach()
+foreach(v 12.8 12.9.1 13.0)
+  gj_cuda_toolkit_floor(${v} reason)
+  if(NOT reason STREQUAL "")
+    message(FATAL_ERROR "CUDA ${v}: expected accepted, got \"${reason}\"")
+  endif()
+endforeach()
+message(STATUS "toolkit floor: ok")
