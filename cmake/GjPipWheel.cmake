@@ -8,8 +8,8 @@
 #   - gj-mpirun goes to the wheel's scripts, which pip puts on the environment's PATH (<env>/bin);
 #   - an RPATH to each non-system folder the library links from (an MPI in a conda environment or
 #     under /opt is found at run time without LD_LIBRARY_PATH; the system MPI needs none);
-#   - gj.tensorflow's GjStatus op is built against the TensorFlow of the Python that runs pip
-#     (GJ_TF_PYTHON = that Python), when it has one: collectives/python/tf_status_op;
+#   - gj.tensorflow's compiled ops are built against the TensorFlow of the Python that runs pip
+#     (GJ_TF_PYTHON = that Python), when it has one: collectives/python/tf_ops;
 #   - no packaging/ (the Debian package and the examples under share/ belong to the CMake install).
 # Tests, examples and benchmarks are off (pyproject.toml's cmake.define): the wheel holds none.
 option(GJ_PIP_WHEEL "Build the wheel of pip install (set by pyproject.toml; needs scikit-build-core)" OFF)
@@ -29,5 +29,5 @@ set(GJ_PYTHON_INSTALL_DIR ".")
 set(CMAKE_INSTALL_BINDIR "${SKBUILD_SCRIPTS_DIR}")
 set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
 if(NOT DEFINED CACHE{GJ_TF_PYTHON} AND Python_EXECUTABLE)
-  set(GJ_TF_PYTHON "${Python_EXECUTABLE}" CACHE FILEPATH "The Python whose TensorFlow builds gj.tensorflow's GjStatus op")
+  set(GJ_TF_PYTHON "${Python_EXECUTABLE}" CACHE FILEPATH "The Python whose TensorFlow builds gj.tensorflow's compiled ops")
 endif()

@@ -49,7 +49,7 @@ sdist="$work/dist/gj_mpirun-$version.tar.gz"
 [ -f "$sdist" ] || fail "no $sdist (made: $(ls "$work/dist"))"
 
 # The venv of step 2 builds the wheel: its Python sees TensorFlow, so the wheel has gj.tensorflow's
-# GjStatus op built against it (cmake/GjPipWheel.cmake).
+# compiled ops built against it (cmake/GjPipWheel.cmake).
 /usr/bin/python3 -m venv "$work/tf"
 site() { "$1/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))'; }
 site "$tf_env" >"$(site "$work/tf")/gj-test-tf-environment.pth"
@@ -59,7 +59,7 @@ b0=$SECONDS
   >"$work/wheel.log" 2>&1 || { tail -n 60 "$work/wheel.log"; fail "pip wheel $sdist"; }
 say "   wheel built in $((SECONDS - b0)) s: $(cd "$work/dist" && ls ./*.whl)"
 wheel=$(ls "$work/dist"/gj_mpirun-"$version"-*.whl)
-/usr/bin/python3 - "$wheel" gj/__init__.py gj/_config.py gj/libgj_collectives.so.0 gj/tensorflow/_gj_tf_status.so \
+/usr/bin/python3 - "$wheel" gj/__init__.py gj/_config.py gj/libgj_collectives.so.0 gj/tensorflow/_gj_tf_ops.so \
   gj/horovod_alias/horovod/__init__.py "gj_mpirun-$version.data/scripts/gj-mpirun" <<'PY' || fail "the wheel lacks files"
 import sys, zipfile
 names = set(zipfile.ZipFile(sys.argv[1]).namelist())
@@ -101,9 +101,9 @@ assert gj.__version__ == sys.argv[2], gj.__version__' "$venv" "$version") || fai
 say "2. venv with TensorFlow's packages: pip install, the seed's TensorFlow script (Keras 3)"
 "$work/tf/bin/pip" install -q --no-index "$wheel" || fail "pip install $wheel into $work/tf"
 installed "$work/tf"
-(cd "$work" && "$work/tf/bin/python" -c 'import tensorflow as tf, keras, gj.tensorflow._status_op as s
+(cd "$work" && "$work/tf/bin/python" -c 'import tensorflow as tf, keras, gj.tensorflow as hvd
 assert keras.__version__.startswith("3."), keras.__version__
-assert s.module() is not None, s.missing()') 2>/dev/null || fail "Keras 3 or gj.tensorflow's GjStatus op missing"
+assert hvd.collectives_path() == "ops", hvd.collectives_path()') 2>/dev/null || fail "Keras 3 or gj.tensorflow's compiled ops missing"
 job "$work/tf" "$work/out-tf" TF_CPP_MIN_LOG_LEVEL=2 GJ_SEED_SAMPLES=1024 GJ_SEED_EPOCHS=1 \
   gj-mpirun --master-host localhost --no-sshd "$work/src/examples/python/horovod_seed_tf.py" \
   || fail "the seed's TensorFlow script through $work/tf/bin/gj-mpirun"
