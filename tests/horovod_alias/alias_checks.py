@@ -25,13 +25,22 @@ import tempfile
 RANK_SCRIPT = r'''
 import sys
 mode = sys.argv[1]
+
+
+def result(text):
+    # One write per line: both ranks share mpiexec's output, and print()'s separate writes of its
+    # parts interleave there ("RANK-RESULT x:RANK-RESULT x: ...").
+    sys.stdout.write("RANK-RESULT " + text + "\n")
+    sys.stdout.flush()
+
+
 try:
     import horovod
 except ModuleNotFoundError as e:
-    print("RANK-RESULT no-horovod:", e)
+    result(f"no-horovod: {e}")
     sys.exit(0)
 if mode == "standin":
-    print("RANK-RESULT standin:", horovod.__file__)
+    result(f"standin: {horovod.__file__}")
     sys.exit(0)
 import horovod.torch as hvd
 import gj, gj.torch
@@ -42,8 +51,8 @@ hvd.init()
 try:
     import horovod.spark
 except ImportError as e:
-    print("RANK-RESULT spark:", e)
-print("RANK-RESULT alias rank", hvd.rank(), "of", hvd.size())
+    result(f"spark: {e}")
+result(f"alias rank {hvd.rank()} of {hvd.size()}")
 '''
 
 failures = []

@@ -13,10 +13,17 @@ using gj::Op;
 using gj::OpKind;
 using gj::Scale;
 
-Op make(const char* call, OpKind kind, gjDataType_t dtype = gjFloat32, void* stream = nullptr) {
+// The enums are taken by reference and copied as bits: passing a C caller's out-of-range value
+// by value would load it as the enum, which is what enum_bits avoids.
+Op make(const char* call, OpKind kind) {
   Op o;
   o.call = call;
   o.kind = kind;
+  return o;
+}
+
+Op make(const char* call, OpKind kind, const gjDataType_t& dtype, void* stream = nullptr) {
+  Op o = make(call, kind);
   o.dtype_bits = gj::enum_bits(dtype);
   o.stream = stream;
   return o;
@@ -24,8 +31,8 @@ Op make(const char* call, OpKind kind, gjDataType_t dtype = gjFloat32, void* str
 
 // One constructor per kind of call: the blocking, scaled and nonblocking entry points of a
 // collective share it.
-Op allreduce_op(const char* call, const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype,
-                gjRedOp_t op, Scale scale, void* stream) {
+Op allreduce_op(const char* call, const void* sendbuff, void* recvbuff, size_t count, const gjDataType_t& dtype,
+                const gjRedOp_t& op, Scale scale, void* stream) {
   Op o = make(call, OpKind::AllReduce, dtype, stream);
   o.sendbuff = sendbuff;
   o.recvbuff = recvbuff;
@@ -36,7 +43,7 @@ Op allreduce_op(const char* call, const void* sendbuff, void* recvbuff, size_t c
 }
 
 Op grouped_allreduce_op(const char* call, const void* const* sendbuffs, void* const* recvbuffs, const size_t* counts,
-                        int ntensors, gjDataType_t dtype, gjRedOp_t op, Scale scale, void* stream) {
+                        int ntensors, const gjDataType_t& dtype, const gjRedOp_t& op, Scale scale, void* stream) {
   Op o = make(call, OpKind::GroupedAllReduce, dtype, stream);
   o.sendbuffs = sendbuffs;
   o.recvbuffs = recvbuffs;
@@ -47,7 +54,7 @@ Op grouped_allreduce_op(const char* call, const void* const* sendbuffs, void* co
   return o;
 }
 
-Op broadcast_op(const char* call, void* buff, size_t count, gjDataType_t dtype, int root, void* stream) {
+Op broadcast_op(const char* call, void* buff, size_t count, const gjDataType_t& dtype, int root, void* stream) {
   Op o = make(call, OpKind::Broadcast, dtype, stream);
   o.recvbuff = buff;
   o.count = count;
@@ -58,7 +65,7 @@ Op broadcast_op(const char* call, void* buff, size_t count, gjDataType_t dtype, 
 // Allgather (count: what each rank sends), allgather-v (recvcounts: one per rank) and
 // alltoall-v (both count arrays) are one shape of call: buffers and counts.
 Op exchange_op(const char* call, OpKind kind, const void* sendbuff, void* recvbuff, size_t sendcount,
-               const size_t* sendcounts, const size_t* recvcounts, gjDataType_t dtype, void* stream) {
+               const size_t* sendcounts, const size_t* recvcounts, const gjDataType_t& dtype, void* stream) {
   Op o = make(call, kind, dtype, stream);
   o.sendbuff = sendbuff;
   o.recvbuff = recvbuff;
@@ -68,7 +75,7 @@ Op exchange_op(const char* call, OpKind kind, const void* sendbuff, void* recvbu
   return o;
 }
 
-Op late_allgather_op(const char* call, const void* sendbuff, size_t sendcount, gjDataType_t dtype, gjRecvPlan_t plan,
+Op late_allgather_op(const char* call, const void* sendbuff, size_t sendcount, const gjDataType_t& dtype, gjRecvPlan_t plan,
                      void* arg) {
   Op o = make(call, OpKind::AllGatherVLate, dtype);
   o.sendbuff = sendbuff;
@@ -79,7 +86,7 @@ Op late_allgather_op(const char* call, const void* sendbuff, size_t sendcount, g
 }
 
 Op reduce_scatter_op(const char* call, const void* sendbuff, void* recvbuff, const size_t* recvcounts,
-                     gjDataType_t dtype, gjRedOp_t op, Scale scale, void* stream) {
+                     const gjDataType_t& dtype, const gjRedOp_t& op, Scale scale, void* stream) {
   Op o = make(call, OpKind::ReduceScatter, dtype, stream);
   o.sendbuff = sendbuff;
   o.recvbuff = recvbuff;
@@ -89,7 +96,7 @@ Op reduce_scatter_op(const char* call, const void* sendbuff, void* recvbuff, con
   return o;
 }
 
-Op adasum_op(const char* call, const void* sendbuff, void* recvbuff, size_t count, gjDataType_t dtype) {
+Op adasum_op(const char* call, const void* sendbuff, void* recvbuff, size_t count, const gjDataType_t& dtype) {
   Op o = make(call, OpKind::Adasum, dtype);
   o.sendbuff = sendbuff;
   o.recvbuff = recvbuff;
