@@ -16,6 +16,7 @@
 #include <deque>
 #include <fstream>
 #include <iterator>
+#include <sys/stat.h>
 #include <optional>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "internal.h"
 #include "local_ranks.h"
 #include "monitor_line.h"
+#include "nccl_log.h"
 #include "spawn.h"
 #include "termination_log.h"
 #include "text.h"
@@ -510,6 +512,23 @@ class Wrapper {
     }
   }
 
+  // NCCL's transport for the master's report (nccl_transport.h), read while the program runs
+  // rather than only at its end: NCCL writes it at communicator set-up, and a long job's
+  // wrapper may never reach a normal end (SIGKILL at the pod's deletion, a lost pod). Read at
+  // each ping when the file grew (NCCL adds channel lines as peers connect), sent when the
+  // summary changed; the monitor keeps the last. Past the 1 MiB nccl_summary_of_file reads, no
+  // more reads.
+  void send_nccl_summary() {
+    if (g_.nccl_debug_file.empty() || nccl_size_ >= (1 << 20)) return;
+    struct stat st {};
+    if (::stat(g_.nccl_debug_file.c_str(), &st) != 0 || st.st_size == nccl_size_) return;
+    nccl_size_ = st.st_size;
+    const auto summary = nccl_summary_of_file(g_.nccl_debug_file);
+    if (!summary || *summary == nccl_sent_) return;
+    nccl_sent_ = *summary;
+    send_all(monitor_, format_monitor_line("nccl", {}, *summary) + "\n");
+  }
+
   // `ping` with the program's process state, CPU time and memory (the master's status lines,
   // its hang diagnosis and the end-of-job lines); the samples also give CPU use over 5 s.
   std::string ping_line() {
@@ -635,6 +654,7 @@ class Wrapper {
         if (lib_ >= 0) send_all(lib_, format_monitor_line("stop", {}, why) + "\n");
       }
       if (monitor_ >= 0 && Clock::now() >= next_ping) {
+        send_nccl_summary();
         send_all(monitor_, ping_line() + "\n");
         next_ping = Clock::now() + kPingInterval;
       }
@@ -655,6 +675,7 @@ class Wrapper {
     const bool oom = oom_before_ && oom_after && *oom_after > *oom_before_;
     const bool failed = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     if (monitor_ >= 0 && !aborted_) {
+      send_nccl_summary();
       std::string out;
       for (const auto& line : tail_) out += format_monitor_line("tail", {}, line) + "\n";
       std::vector<std::pair<std::string, std::string>> fields;
@@ -732,6 +753,8 @@ class Wrapper {
   std::vector<std::string> stack_lines_;
   std::deque<std::pair<Clock::time_point, std::int64_t>> samples_;  // (when, CPU ms), one a second
   std::string token_;
+  off_t nccl_size_ = 0;     // NCCL_DEBUG_FILE's size when last read
+  std::string nccl_sent_;   // the summary last sent
   std::string partial_, lib_in_, mon_in_;
   std::deque<std::string> tail_;
   std::string fail_kind_, fail_reason_;
