@@ -322,6 +322,20 @@ std::string pod_name(const EnvMap& env) {
   return pod && !pod->empty() ? *pod : local_host_name();
 }
 
+// The rank wrappers name their pod by GJ_TRAINING_POD_NAME ("w-0"), the plan and the pre-flight
+// facts by host ("w-0.job"): the NCCL summaries take the plan's name, so that the transport
+// report matches them with the pods' RDMA facts and names pods as the other checks do.
+std::vector<std::pair<std::string, std::string>> summaries_by_host(std::vector<std::pair<std::string, std::string>> summaries,
+                                                                    const LaunchPlan& plan) {
+  for (auto& [pod, line] : summaries)
+    for (const auto& h : plan.hosts)
+      if (h.host.rfind(pod + ".", 0) == 0) {
+        pod = h.host;
+        break;
+      }
+  return summaries;
+}
+
 // Step 5, launch: the hostfile when the plan uses one, then mpiexec with the environment made
 // explicit (this process's, plus what the flavour needs in mpiexec's own), exec'd or supervised.
 // With the rank wrappers (the rank environment on), the job monitor listens and mpiexec is
@@ -384,7 +398,7 @@ AttemptOutcome launch(const MasterJob& job, const MpiexecRequest& req, const Env
   const int status = run_job(cmd.argv, supervise, &environment, supervise ? &end : nullptr);
   if (monitor) {
     const JobWatch watch = monitor->finish(std::chrono::milliseconds(1500));
-    log_nccl_transport(watch.nccl_summaries(), rdma);
+    log_nccl_transport(summaries_by_host(watch.nccl_summaries(), job.plan), rdma);
     for (const auto& line : monitor->end_lines()) spdlog::info("{}", line);
     // A job we passed a termination signal to (the pod deleted) before any rank failed: its ranks
     // died of that signal, which is no rank failure to report; the status is 128+N below.
