@@ -6,7 +6,9 @@ polls gj.torch.stop_requested()), waits for the master's `stop`, prints `RANK r 
 shuts down (`leave`, `end`) and exits 0. Mode "stop-deaf": the same program that never polls
 (no `stoppoll`); it waits for ever and the termination signal must end it at once.
 Mode "metrics": says `set` and, every 0.2 s, a `prog` line with growing counters (as the
-library's reporter does, faster) until the file argv[2] exists; then shuts down cleanly.
+library's reporter does, faster) until the file argv[2] exists; then shuts down cleanly. With
+FAKE_NVML_PROCS (tests/agent/fake_nvml.c) it first writes <that folder>/<its pid> holding
+(rank+1) * 1000000: the fake NVML lists it on device 0 with those bytes.
 Mode "nccl": a stand-in for NCCL 2.x writing its INIT/NET lines into NCCL_DEBUG_FILE (the file
 gj's rank environment names); prints `RANK r nccl <path>`. Rank 0 writes IB on mlx5_0 at once,
 stays 3 s (the job's work) and deletes its file before it exits: only a wrapper that read the file
@@ -41,6 +43,9 @@ def read_until(word, timeout):
 
 
 if mode == "metrics":
+    if os.environ.get("FAKE_NVML_PROCS"):  # the fake NVML lists this process with (rank+1) MB
+        with open(os.path.join(os.environ["FAKE_NVML_PROCS"], str(os.getpid())), "w") as f:
+            f.write(str((rank + 1) * 1000000))
     size = int(os.environ["WORLD_SIZE"])
     lib.sendall(f"set id=w.0 size={size} ranks=0-{size - 1}\n".encode())
     n = 0

@@ -28,9 +28,14 @@ docs/agent.md "Stop requests", "Hangs", "Status lines".
              ranks, the pod's network series and the job's (stand-in program: progress lines as
              the library sends them)
 
+  gpu-metrics  a GPU job (GJ_TRAINING_MASTER_GPU_LIMIT=2) with the fake NVML (argv[4],
+             tests/agent/fake_nvml.c, a test double) listing each rank's program with (rank+1) MB
+             at 37 % utilization: the master's endpoint shows gj_rank_gpu_memory_bytes and
+             gj_rank_gpu_utilization_ratio for both ranks with those values
+
 The gj.torch cases need gj on PYTHONPATH (tests/torch/CMakeLists.txt runs them).
 
-Usage: job_view_tests.py <gj-mpirun> <case> <openmpi|mpich>
+Usage: job_view_tests.py <gj-mpirun> <case> <openmpi|mpich> [<fake NVML> for gpu-metrics]
 Exit: 0 pass, 1 fail, 77 skip.
 """
 import json
@@ -222,6 +227,43 @@ def case_metrics(gj, env, scratch):
     check(job.returncode == 0, f"the job ends 0, got {job.returncode}:\n{out}{err}")
 
 
+def scrape(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            return r.read().decode()
+    except OSError:
+        return ""
+
+
+def case_gpu_metrics(gj, env, fake_nvml):
+    state = tempfile.mkdtemp(prefix="gj-gpu-", dir=os.path.expanduser("~"))
+    procs = os.path.join(state, "procs")
+    os.makedirs(procs)
+    done = os.path.join(state, "done")
+    mport = free_port()
+    env = dict(env, GJ_TRAINING_MASTER_GPU_LIMIT="2", GJ_STATE_DIR=os.path.join(state, "state"),
+               GJ_METRICS_PORT=str(mport), GJ_NVML_LIBRARY=fake_nvml, FAKE_NVML_PROCS=procs,
+               FAKE_NVML_UTIL="37", FAKE_NVML_COUNT="2")
+    job = start(gj, env, [PROG, "metrics", done])
+    try:
+        want = [f'gj_rank_gpu_memory_bytes{{rank="{r}",pod="job-master-0",local_rank="{r}"}} {(r + 1) * 1000000}'
+                for r in (0, 1)]
+        want += [f'gj_rank_gpu_utilization_ratio{{rank="{r}",pod="job-master-0",local_rank="{r}"}} 0.37' for r in (0, 1)]
+        text, deadline = "", time.time() + 25
+        while time.time() < deadline and not all(w in text for w in want):
+            time.sleep(0.5)
+            text = scrape(mport)
+        missing = [w for w in want if w not in text]
+        check(not missing, f"the endpoint shows {missing}; it showed:\n{text}")
+        check("# TYPE gj_rank_gpu_memory_bytes gauge" in text and "# TYPE gj_rank_gpu_utilization_ratio gauge" in text,
+              f"both families are typed gauges:\n{text}")
+    finally:
+        open(done, "w").close()
+        out, err = job.communicate(timeout=60)
+        shutil.rmtree(state, ignore_errors=True)
+    check(job.returncode == 0, f"the job ends 0, got {job.returncode}:\n{out}{err}")
+
+
 def case_nccl(gj, env):
     # The rank mode refuses an NCCL folder below a folder others may write (/tmp): the state
     # folder goes below the home folder for this case.
@@ -265,6 +307,8 @@ def main():
                 case_metrics(gj, env, scratch)
             elif case == "nccl":
                 case_nccl(gj, env)
+            elif case == "gpu-metrics":
+                case_gpu_metrics(gj, env, sys.argv[4])
             elif case in ("blocked", "sigstop", "phase"):
                 env["OMP_NUM_THREADS"] = "1"
                 case_hang(gj, env, case)

@@ -486,6 +486,8 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   guard.monitor = rank_args.monitor;
   guard.termination_log = settings.termination_log;
   guard.state_dir = settings.state_dir;
+  // A GPU job (the plan set an NCCL folder: preflight.h): the program's GPU use for the metrics.
+  if (!spec.nccl_log_dir.empty()) guard.gpu_use_command = {self_executable(), kGpuUseFlag};
   if (nccl_log) {  // still set: the folder exists
     const auto it = program_env.find("NCCL_DEBUG_FILE");
     if (it != program_env.end()) guard.nccl_debug_file = it->second;

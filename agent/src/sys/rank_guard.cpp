@@ -40,6 +40,7 @@ using Clock = std::chrono::steady_clock;
 // the wait): the monitor tells the other ranks at once, and their library raises within 2 s.
 constexpr auto kFailureLinger = std::chrono::milliseconds(2000);
 constexpr auto kPingInterval = std::chrono::seconds(1);
+constexpr auto kGpuSampleInterval = std::chrono::seconds(5);
 constexpr auto kConnectTimeout = std::chrono::milliseconds(1500);
 constexpr std::size_t kTailLineMax = 400;
 constexpr std::size_t kStackLinesMax = 200;
@@ -529,6 +530,47 @@ class Wrapper {
     send_all(monitor_, format_monitor_line("nccl", {}, *summary) + "\n");
   }
 
+  // The program's GPU use, from a child every kGpuSampleInterval (NVML can take a second to
+  // initialise and may crash in a static binary: never in this loop). A child that takes
+  // longer than 10 s is killed; its sample is skipped.
+  void sample_gpu() {
+    if (g_.gpu_use_command.empty() || gpu_off_) return;
+    const auto now = Clock::now();
+    if (gpu_child_.pid > 0) {
+      char buf[512];
+      ssize_t n;
+      while ((n = ::read(gpu_child_.output_fd, buf, sizeof buf)) > 0) gpu_out_.append(buf, static_cast<std::size_t>(n));
+      if (now - gpu_started_ > std::chrono::seconds(10)) ::kill(gpu_child_.pid, SIGKILL);
+      if (!poll_wait_status(gpu_child_.pid)) return;
+      while ((n = ::read(gpu_child_.output_fd, buf, sizeof buf)) > 0) gpu_out_.append(buf, static_cast<std::size_t>(n));
+      ::close(gpu_child_.output_fd);
+      gpu_child_ = {};
+      for (const auto& text : take_lines(gpu_out_)) {
+        const auto line = parse_monitor_line(text);
+        if (!line || line->verb != "gpu" || line->get("none")) continue;
+        gpu_mem_ = line->get("devices") == "0" ? -1 : line->number("mem").value_or(-1);
+        gpu_util_ = gpu_mem_ < 0 ? "" : line->get("util").value_or("");
+      }
+      gpu_out_.clear();
+      next_gpu_ = now + kGpuSampleInterval;
+      return;
+    }
+    if (now < next_gpu_) return;
+    next_gpu_ = now + kGpuSampleInterval;
+    std::vector<std::string> argv = g_.gpu_use_command;
+    argv.push_back(std::to_string(pid_));
+    SpawnOptions o;
+    o.capture_output = true;
+    o.die_with_parent = true;
+    try {
+      gpu_child_ = spawn_process(argv, o);
+      gpu_started_ = now;
+    } catch (const std::exception&) {
+      gpu_off_ = true;  // no GPU figures; the rank runs on
+      gpu_child_ = {};
+    }
+  }
+
   // `ping` with the program's process state, CPU time and memory (the master's status lines,
   // its hang diagnosis and the end-of-job lines); the samples also give CPU use over 5 s.
   std::string ping_line() {
@@ -541,7 +583,8 @@ class Wrapper {
                                         {"rss", std::to_string(p.rss)}, {"hwm", std::to_string(peak_rss(pid_))},
                                         {"rx", std::to_string(rx)}, {"tx", std::to_string(tx)},
                                         {"thr", std::to_string(throttled_usec(cgroup_))},
-                                        {"psi", memory_pressure(cgroup_)}});
+                                        {"psi", memory_pressure(cgroup_)}}) +
+           (gpu_mem_ >= 0 ? " gmem=" + std::to_string(gpu_mem_) + " gutil=" + gpu_util_ : std::string());
   }
 
   // The stack pipe: the handler's announcement, then dumps (kept only while diagnose() asks).
@@ -653,6 +696,7 @@ class Wrapper {
         send_all(monitor_, format_monitor_line("stopreq", {}, why) + "\n");
         if (lib_ >= 0) send_all(lib_, format_monitor_line("stop", {}, why) + "\n");
       }
+      if (monitor_ >= 0) sample_gpu();
       if (monitor_ >= 0 && Clock::now() >= next_ping) {
         send_nccl_summary();
         send_all(monitor_, ping_line() + "\n");
@@ -753,6 +797,12 @@ class Wrapper {
   std::vector<std::string> stack_lines_;
   std::deque<std::pair<Clock::time_point, std::int64_t>> samples_;  // (when, CPU ms), one a second
   std::string token_;
+  ChildProcess gpu_child_;                    // the GPU sample in flight (pid -1: none)
+  std::string gpu_out_;
+  Clock::time_point gpu_started_{}, next_gpu_{};
+  std::int64_t gpu_mem_ = -1;                 // the last sample; -1: none (or no device lists the pid)
+  std::string gpu_util_;
+  bool gpu_off_ = false;
   off_t nccl_size_ = 0;     // NCCL_DEBUG_FILE's size when last read
   std::string nccl_sent_;   // the summary last sent
   std::string partial_, lib_in_, mon_in_;
