@@ -4,7 +4,7 @@
 #   cmake -DBUILD=<build dir> -P cmake/GjCheckTestLabels.cmake
 # Prints each test that breaks the rule with its labels, and fails when there is any.
 # The two lists are the scheme's one source (README.md's test table names them too).
-set(GJ_TEST_AREAS agent sys collectives gpu gpu-real torch tensorflow examples security fuzz docs)
+set(GJ_TEST_AREAS agent sys collectives gpu gpu-real torch tensorflow examples security fuzz packaging docs)
 set(GJ_TEST_KINDS unit process mpi multihost)
 
 cmake_minimum_required(VERSION 3.19)  # string(JSON)

@@ -29,7 +29,7 @@ seconds=${GJ_FUZZ_SECONDS:-60}
 # reach them: what they report is Open MPI's own), coll.package (links the installed, fuzzer-
 # instrumented library into consumers built without the sanitizer runtimes) and coll.python.*
 # (an unsanitized python3 cannot load an ASan library), and torch.* and tensorflow.* for the same reason
-# (so gj.tensorflow's GjStatus op, a library TensorFlow's python loads, is not built here).
+# (so gj.tensorflow's compiled ops, a library TensorFlow's python loads, are not built here).
 # The MPI suite runs here at 2 and 3 ranks through the shared-memory engine, and at 2 ranks
 # without it (.noshm), with the engine's timeouts (shm.allreduce.timeout_*); the engine's own
 # suite and the leaders' ring at 2, 3 and 4 ranks. Left to the Release suite: the MPI suite's
@@ -77,7 +77,7 @@ CC=clang CXX=clang++ cmake -S "${GJ_HARDENING_SOURCE_DIR:-.}" -B "$build" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGJ_SANITIZE=ON -DGJ_FUZZ=ON \
   -DGJ_WITH_CUDA=OFF -DGJ_WITH_NCCL=OFF \
-  -DGJ_BUILD_BENCH=OFF -DGJ_WITH_TF_STATUS_OP=OFF
+  -DGJ_BUILD_BENCH=OFF -DGJ_WITH_TF_OPS=OFF
 
 echo "== hardening: build"
 targets=()

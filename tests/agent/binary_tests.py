@@ -1145,6 +1145,8 @@ def test_static(sb):
     check("statically linked" in f.stdout, f.stdout)
     l = subprocess.run(["ldd", GJ], capture_output=True, text=True)
     check("not a dynamic executable" in (l.stdout + l.stderr), l.stdout + l.stderr)
+    r = sb.run(["--version"], {})  # the binary says so too (a pip install may link it dynamically)
+    check(r.stdout.endswith(" (static)\n"), r.stdout)
 
 
 def use_intel_mpi(env, named=False):

@@ -39,3 +39,19 @@ def test_public_api_is_horovods():
              "_executing_eagerly"]
     out = _python("import gj.tensorflow as hvd; print([n for n in %r if not hasattr(hvd, n)])" % names)
     assert out.returncode == 0 and out.stdout.strip().endswith("[]"), out.stdout + out.stderr[-2000:]
+
+
+def test_the_fallback_says_why_once_at_init_and_names_its_path():
+    """The compiled ops absent (GJ_TF_OPS names no file): collectives_path() is the fallback's,
+    and init() says once, on rank 0's stderr, why and how to build the ops."""
+    import os
+    env = dict(os.environ, GJ_TF_OPS="/nonexistent/_gj_tf_ops.so")
+    out = subprocess.run([sys.executable, "-c",
+                          "import tensorflow as tf, gj.tensorflow as hvd; hvd.init(); hvd.init(); "
+                          "print(hvd.collectives_path()); print(hvd.allreduce(tf.ones(2), op=hvd.Sum).numpy())"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[0] == "numpy_function", out.stdout
+    notes = [line for line in out.stderr.splitlines() if "gj.tensorflow: collectives run as tf.numpy_function" in line]
+    assert len(notes) == 1, out.stderr[-2000:]
+    assert "/nonexistent/_gj_tf_ops.so does not exist" in notes[0] and "cmake -DGJ_TF_PYTHON=" in notes[0], notes

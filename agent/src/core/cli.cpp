@@ -168,6 +168,7 @@ std::string help_text() {
   return out;
 }
 
-std::string version_text() { return std::string("gj-mpirun ") + GJ_VERSION + "\n"; }
+// GJ_LINKAGE: "static" or "dynamically linked" (agent/CMakeLists.txt, GJ_AGENT_STATIC).
+std::string version_text() { return std::string("gj-mpirun ") + GJ_VERSION + " (" + GJ_LINKAGE + ")\n"; }
 
 }  // namespace gj

@@ -17,28 +17,11 @@ __all__ = ["atomic_write"]
 def atomic_write(path, write, mode="wb"):
     """Calls write(f) on a temporary file next to path, then makes it path in one rename. Returns
     path. Raises the OSError of the step that failed (path then untouched)."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, mode) as f:
+    def save(tmp):
+        with open(tmp, mode) as f:
             write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return path
+
+    return atomic_write_with(path, save)
 
 
 def atomic_write_with(path, save):

@@ -10,6 +10,7 @@ world = None                     # _core.Comm over MPI_COMM_WORLD once init() ra
 cross = (0, 1)                   # (cross_rank, cross_size)
 stall_watch = stall.Watch(None, -1)  # replaced at init (HOROVOD_STALL_CHECK_TIME_SECONDS)
 frontend = "gj"                  # "gj.torch" / "gj.tensorflow": the package whose init() to name
+notes = {}                       # what the frontend says of itself in the timeline's header (gj.tensorflow: its path)
 
 
 def require_init(what):

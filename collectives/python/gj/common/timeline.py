@@ -46,7 +46,8 @@ class _Writer:
         self.tracks = {}
         self.first = True
         self._write({"name": "process_name", "ph": "M", "pid": 0,
-                     "args": {"name": state.frontend, "start_time_since_epoch_in_micros": self.start_us}})
+                     "args": {"name": state.frontend, "start_time_since_epoch_in_micros": self.start_us,
+                              **state.notes}})
 
     def _write(self, event):
         self.file.write(("[\n" if self.first else ",\n") + json.dumps(event))

@@ -5,10 +5,12 @@
     tape = hvd.DistributedGradientTape(tape)
     hvd.broadcast_variables(model.variables, root_rank=0)
 
-Pure Python over the library's C ABI (ctypes), on gj.common's framework-neutral core (as
-gj.torch). Every collective runs eagerly and inside tf.function (one stateful numpy_function per
-call: docs/tensorflow.md says why and what it costs), host memory through the library's MPI /
-shared-memory backend. gj.tensorflow.keras is the Keras part (DistributedOptimizer, callbacks).
+On gj.common's framework-neutral core (as gj.torch). Every collective runs eagerly and inside
+tf.function as one stateful op per call: a compiled AsyncOpKernel over the library's C ABI when
+the ops built with the library load (collectives_path() == "ops"), else a tf.numpy_function over
+the same library through ctypes ("numpy_function"; init() says why on rank 0's stderr):
+docs/tensorflow.md, "How collectives enter the graph". gj.tensorflow.keras is the Keras part
+(DistributedOptimizer, callbacks).
 """
 
 from ._basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled, init,
@@ -22,6 +24,7 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allred
                       broadcast, broadcast_, grouped_allgather, grouped_allreduce, grouped_reducescatter,
                       local_rank_op, local_size_op, process_set_included_op, rank_op, reducescatter, size_op)
 from ._join import join
+from ._ops import path as collectives_path
 from .functions import (allgather_object, broadcast_global_variables, broadcast_object, broadcast_object_fn,
                         broadcast_variables)
 from .gradients import allreduce_gradients
@@ -43,7 +46,7 @@ __all__ = [
     "broadcast_variables", "broadcast_global_variables", "broadcast_object", "broadcast_object_fn", "allgather_object",
     "allreduce_gradients", "DistributedGradientTape", "PartialDistributedGradientTape", "DistributedOptimizer",
     "SyncBatchNormalization", "start_timeline", "stop_timeline", "elastic",
-    "HorovodInternalError", "HostsUpdatedInterrupt", "stop_requested",
+    "HorovodInternalError", "HostsUpdatedInterrupt", "stop_requested", "collectives_path",
 ]
 
 

@@ -18,4 +18,9 @@ _state.frontend = FRONTEND  # the package whose init() an error before init() na
 def init(comm=None, process_sets=None):
     """Initializes gj.tensorflow (idempotent): gj.common.basics.init, whose docstring says what
     it does."""
+    from . import _ops
+    _state.notes["collectives"] = _ops.path()  # the timeline's header names the path
+    first = _state.world is None
     _common.init(comm, process_sets, frontend=FRONTEND)
+    if first:
+        _ops.announce(_state.world.rank)

@@ -2,7 +2,7 @@
 with gj.torch) that is also a tf.errors.FailedPreconditionError, the TensorFlow error Horovod's
 TF ops raise for the same failures. So `except hvd.HorovodInternalError` and
 `except tf.errors.FailedPreconditionError` both catch it, eagerly. Inside a graph the GjStatus op
-(_status_op) raises the same classes from Session.run / the tf.function; without that op TensorFlow
+(_ops) raises the same classes from Session.run / the tf.function; without that op TensorFlow
 reports a numpy_function callback's exception as tf.errors.UnknownError (its own error classes
 included, measured with TF 2.21), and gj's message says what is missing."""
 
@@ -28,6 +28,12 @@ class TensorFlowHorovodInternalError(HorovodInternalError, tf.errors.FailedPreco
         """This error with note appended to its message."""
         self._message += note
         self.args = (self._message,)
+        return self
+
+    def reworded(self, message):
+        """This error with message as its whole message (a compiled op's, which names the call)."""
+        self._message = message
+        self.args = (message,)
         return self
 
     @classmethod

@@ -2,30 +2,35 @@
 gradients (allreduce, grouped_allreduce, allgather, grouped_allgather, broadcast, alltoall,
 reducescatter, grouped_reducescatter).
 
-How a collective enters the graph: one tf.numpy_function per call (per group for the grouped
-ones), stateful, whose Python body is _host.py's blocking collective over the C ABI (ctypes
-drops the GIL inside each library call). Stateful ops keep their program order under
-tf.function's automatic control dependencies, so every rank issues its collectives in the
-order the Python code made them, which gj's agreement needs (docs/tensorflow.md, "Design").
-Eagerly, the same body runs on the tensor's numpy() value without the numpy_function (its
-errors reach the caller as they are: HorovodInternalError, TypeError, ValueError).
-XLA cannot compile a Python callback: under jit_compile=True each op refuses with an error that
-says how to turn it off.
+How a collective enters the graph (docs/tensorflow.md, "Design"): one op per call (per group
+for the grouped ones), stateful, so tf.function's automatic control dependencies keep every
+rank's collectives in the order the Python code made them, which gj's agreement needs. On the
+"ops" path (_ops.path()) that op is a compiled AsyncOpKernel (collectives/python/tf_ops) that
+runs the agreement and the library's calls on the tensors' own memory on the set's completion
+thread; eagerly TensorFlow runs the same kernel. On the "numpy_function" fallback (the compiled ops absent)
+it is one tf.numpy_function whose Python body is _host.py's blocking collective, and eagerly
+that body runs on the tensor's numpy() value. Either way errors reach the caller as Horovod's
+classes (HorovodInternalError, TypeError, ValueError eagerly; FailedPrecondition and
+InvalidArgument in graphs). XLA has no kernel for either: under jit_compile=True each op refuses
+with an error that says how to turn it off.
 """
 
 import itertools
+import re
+import struct
 
 import numpy as np
 import tensorflow as tf
 
+from .. import _lib
 from ..common import timeline as _timeline
 from ..common.exceptions import HorovodInternalError
-from . import _basics, _host, _status_op
-from .exceptions import TensorFlowHorovodInternalError, translated
+from . import _basics, _host, _ops
+from .exceptions import TensorFlowHorovodInternalError, TensorFlowInvalidArgumentError, translated
 from ._basics import global_process_set
 from .compression import Compression
 from ..common.reduce_ops import Adasum, Average, Max, Min, Product, Sum  # noqa: F401 (Horovod's API)
-from ..common.reduce_ops import adasum_refused, factors as _factors, resolve as _resolve
+from ..common.reduce_ops import OP_NAMES, adasum_refused, factors as _factors, library_op, resolve as _resolve
 
 _names = itertools.count()
 
@@ -43,8 +48,8 @@ def _refuse_xla(what):
     if _in_xla_context():
         raise ValueError(
             f"{what}: gj.tensorflow's collectives cannot run inside an XLA-compiled function "
-            "(jit_compile=True): they are host callbacks XLA cannot compile. Turn XLA off for the function "
-            "that calls them: tf.function(jit_compile=False), or model.compile(..., jit_compile=False) in Keras")
+            "(jit_compile=True): XLA has no kernel for them (they wait for the other ranks). Turn XLA off for "
+            "the function that calls them: tf.function(jit_compile=False), or model.compile(..., jit_compile=False) in Keras")
 
 
 def as_tensor(value, what, argument="tensor"):
@@ -75,8 +80,13 @@ def on_host(operation, name, body, *arrays):
         return translated(body, *arrays)
 
 
-def _call(what, operation, name, body, inputs, touts):
-    """body(*numpy arrays) -> list of numpy arrays, run eagerly or as one numpy_function."""
+def _call(what, operation, name, body, inputs, touts, compiled=None):
+    """The collective's outputs (a list of tensors): on the "ops" path compiled(*inputs, name=)
+    (the compiled op; None: this call has none), else body(*numpy arrays) ->
+    list of numpy arrays, run eagerly or as one numpy_function."""
+    if compiled is not None and _ops.module() is not None:
+        return _compiled(what, operation, compiled, inputs)
+
     def named_body(*arrays):
         return on_host(operation, name, body, *arrays)
 
@@ -86,13 +96,13 @@ def _call(what, operation, name, body, inputs, touts):
     _refuse_xla(what)
     _basics.require_init(what)
     op_name = f"Gj{operation.title().replace('_', '')}_{next(_names)}"
-    status = _status_op.module()
+    status = _ops.module()
     if status is None:
         def noted_body(*arrays):
             try:
                 return named_body(*arrays)
             except HorovodInternalError as e:
-                raise TensorFlowHorovodInternalError.of(e).noted(_status_op.missing()) from None
+                raise TensorFlowHorovodInternalError.of(e).noted(_ops.missing()) from None
         return _in_order(lambda: tf.numpy_function(noted_body, list(inputs), list(touts), stateful=True,
                                                    name=op_name))
 
@@ -111,6 +121,56 @@ def _call(what, operation, name, body, inputs, touts):
                                  name=op_name)
         return status.gj_status(outs[-2], outs[-1], outs[:-2], name=f"{op_name}_status")
     return _in_order(make)
+
+
+_EAGER_SUFFIX = re.compile(r"\s*\[Op:Gj\w+\].*$", re.S)
+
+
+def _compiled(what, operation, compiled, inputs):
+    """The compiled op made eagerly (its errors as gj.tensorflow's eager classes) or in the graph,
+    in issue order."""
+    if _ops.cpu_only():
+        with tf.device("/device:CPU:0"):
+            return _compiled_here(what, operation, compiled, inputs)
+    return _compiled_here(what, operation, compiled, inputs)
+
+
+def _compiled_here(what, operation, compiled, inputs):
+    if tf.executing_eagerly():
+        try:
+            return list(compiled(*inputs, name=None))
+        except tf.errors.FailedPreconditionError as e:
+            message = _EAGER_SUFFIX.sub("", e.message)
+            raise TensorFlowHorovodInternalError.of(HorovodInternalError(what, _lib.INVALID_USAGE, "")).reworded(
+                message) from None
+        except tf.errors.InvalidArgumentError as e:
+            raise TensorFlowInvalidArgumentError(_EAGER_SUFFIX.sub("", e.message)) from None
+    _refuse_xla(what)
+    _basics.require_init(what)
+    op_name = f"Gj{operation.title().replace('_', '')}_{next(_names)}"
+    return _in_order(lambda: list(compiled(*inputs, name=op_name)))
+
+
+def _bits(x):
+    """A factor as its float64 bits (the ops' attribute: TensorFlow's float attributes are 32-bit)."""
+    return struct.unpack("<q", struct.pack("<d", float(x)))[0]
+
+
+def _widen(x):
+    """(x in a dtype the library reduces, the dtype to cast back to or None): int8/int16/uint16
+    are reduced in int32, the same wrap-around (_host.WIDENED)."""
+    if x.dtype.name in _host.WIDENED:
+        return tf.cast(x, tf.int32), x.dtype
+    return x, None
+
+
+def _narrow(y, back):
+    return y if back is None else tf.cast(y, back)
+
+
+def _reduce_signature(call, xs, op, pre, post):
+    return (f"call={call}, dtypes=({', '.join(x.dtype.name for x in xs)}), op={OP_NAMES[op]}, "
+            f"prescale={pre!r}, postscale={post!r}")
 
 
 def _in_order(make):
@@ -146,13 +206,41 @@ def _allreduce(tensor, op=Sum, prescale_factor=1.0, postscale_factor=1.0, name=N
     @tf.custom_gradient
     def op_(x):
         y = _call(what, "allreduce", name, lambda a: [_host.allreduce(a, op, pre, post, process_set, what)],
-                  [x], [x.dtype])[0]
+                  [x], [x.dtype], _adasum_op(pre, post, process_set, what) if op == Adasum else
+                  _allreduce_op(op, pre, post, process_set, what))[0]
         y.set_shape(x.shape)
 
         def grad(dy):
             return _allreduce(dy, op, pre, post, None, process_set, what)
         return y, grad
     return op_(tensor)
+
+
+def _adasum_op(pre, post, process_set, what):
+    """op=Adasum's compiled form: one GjAdasum per tensor (each its own agreement, as
+    _host.grouped_allreduce), the factors applied around it in the tensor's dtype as _host does."""
+    def make(*xs, name):
+        out = []
+        for x in xs:
+            if x.dtype.name not in ("float16", "float32", "float64"):
+                raise TypeError(f"{what}: op=Adasum needs a floating-point tensor, got dtype {x.dtype.name}")
+            if pre != 1.0:
+                x = x * tf.constant(pre, x.dtype)
+            y = _ops.module().gj_adasum(x, process_set_id=_ops.bind(process_set, what), what=what, name=name,
+                                        signature=f"call=allreduce, dtype={x.dtype.name}, op=Adasum")
+            out.append(y * tf.constant(post, y.dtype) if post != 1.0 else y)
+        return out
+    return make
+
+
+def _allreduce_op(op, pre, post, process_set, what):
+    def make(x, name):
+        x, back = _widen(x)
+        y = _ops.module().gj_allreduce(x, reduce_op=library_op(op, what), prescale=_bits(pre), postscale=_bits(post),
+                                       process_set_id=_ops.bind(process_set, what), what=what, name=name,
+                                       signature=_reduce_signature("allreduce", [x], op, pre, post))
+        return [_narrow(y, back)]
+    return make
 
 
 def allreduce(tensor, average=None, device_dense='', device_sparse='', compression=Compression.none, op=None,
@@ -190,7 +278,8 @@ def _grouped_allreduce(tensors, op, pre, post, name, process_set, what="grouped_
     def op_(*xs):
         ys = _call(what, "grouped_allreduce", name,
                    lambda *arrays: _host.grouped_allreduce(arrays, op, pre, post, process_set, what),
-                   xs, [x.dtype for x in xs])
+                   xs, [x.dtype for x in xs], _adasum_op(pre, post, process_set, what) if op == Adasum else
+                   _grouped_op("gj_grouped_allreduce", "grouped_allreduce", op, pre, post, process_set, what))
         for x, y in zip(xs, ys):
             y.set_shape(x.shape)
 
@@ -198,6 +287,18 @@ def _grouped_allreduce(tensors, op, pre, post, name, process_set, what="grouped_
             return _grouped_allreduce(list(dys), op, pre, post, None, process_set, what)
         return ys, grad
     return list(op_(*tensors))
+
+
+def _grouped_op(kernel, call, op, pre, post, process_set, what):
+    """The compiled grouped allreduce / reducescatter of a list (one op, one agreement)."""
+    def make(*xs, name):
+        wide = [_widen(x) for x in xs]
+        ys = getattr(_ops.module(), kernel)(
+            [w for w, _ in wide], reduce_op=library_op(op, what), prescale=_bits(pre), postscale=_bits(post),
+            process_set_id=_ops.bind(process_set, what), what=what, name=name,
+            signature=_reduce_signature(call, [w for w, _ in wide], op, pre, post))
+        return [_narrow(y, back) for y, (_, back) in zip(ys, wide)]
+    return make
 
 
 def grouped_allreduce(tensors, average=None, device_dense='', device_sparse='', compression=Compression.none,
@@ -241,7 +342,10 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_pro
                          "(reshape it to [1])")
 
     def gather(x):
-        y = _call(what, "allgather", name, lambda a: [_host.allgather(a, process_set, what)], [x], [x.dtype])[0]
+        y = _call(what, "allgather", name, lambda a: [_host.allgather(a, process_set, what)], [x], [x.dtype],
+                  lambda x, name: [_ops.module().gj_allgather(
+                      x, process_set_id=_ops.bind(process_set, what), what=what, name=name,
+                      signature=f"call=allgather, dtype={x.dtype.name}")])[0]
         y.set_shape(tf.TensorShape([None]).concatenate(x.shape[1:]))
         return y
 
@@ -277,7 +381,10 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set
 
     def bcast(x):
         y = _call(what, "broadcast", name, lambda a: [_host.broadcast(a, root_rank, process_set, what)],
-                  [x], [x.dtype])[0]
+                  [x], [x.dtype], lambda x, name: [_ops.module().gj_broadcast(
+                      x, root=_host.set_root(process_set, root_rank, what), what=what, name=name,
+                      process_set_id=_ops.bind(process_set, what),
+                      signature=f"call=broadcast, dtype={x.dtype.name}, root={int(root_rank)}")])[0]
         y.set_shape(x.shape)
         return y
 
@@ -321,7 +428,9 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_se
 
     def exchange(x, s):
         y, got = _call(what, "alltoall", name, lambda a, b: list(_host.alltoall(a, b, process_set, what)),
-                       [x, s], [x.dtype, tf.int32])
+                       [x, s], [x.dtype, tf.int32], lambda x, s, name: list(_ops.module().gj_alltoall(
+                           x, s, process_set_id=_ops.bind(process_set, what), what=what, name=name,
+                           signature=f"call=alltoall, dtype={x.dtype.name}")))
         y.set_shape(tf.TensorShape([None]).concatenate(x.shape[1:]))
         got.set_shape([process_set.size()])
         return y, got
@@ -364,7 +473,8 @@ def _grouped_reducescatter(tensors, op, pre, post, name, process_set, what):
     def op_(*xs):
         ys = _call(what, "reducescatter", name,
                    lambda *arrays: _host.grouped_reducescatter(arrays, op, pre, post, process_set, what),
-                   xs, [x.dtype for x in xs])
+                   xs, [x.dtype for x in xs],
+                   _grouped_op("gj_reducescatter", "reducescatter", op, pre, post, process_set, what))
         for x, y in zip(xs, ys):
             y.set_shape(tf.TensorShape([None]).concatenate(x.shape[1:]))
 
