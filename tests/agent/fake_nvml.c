@@ -3,10 +3,14 @@
  * devices the environment describes: FAKE_NVML_COUNT devices (default 8), FAKE_NVML_LOST an index
  * whose handle fails with NVML_ERROR_GPU_IS_LOST (15), FAKE_NVML_ECC "<index>:<count>" uncorrected
  * volatile ECC errors on one device, FAKE_NVML_INIT_ERROR a status nvmlInit_v2 returns (a node
- * whose driver does not answer). Like the real one, it refuses every call before nvmlInit. A test
+ * whose driver does not answer). For the per-rank GPU series (`gj-mpirun --gpu-use PID`):
+ * nvmlDeviceGetComputeRunningProcesses_v3 lists, on device 0, one process per file in the folder
+ * FAKE_NVML_PROCS named by its pid and holding its used bytes; nvmlDeviceGetUtilizationRates says
+ * FAKE_NVML_UTIL percent (default 0) on every device. Like the real one, it refuses every call before nvmlInit. A test
  * double: nothing it answers says the real NVML behaves so (docs/gpu.md). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
 
 typedef int nvmlReturn_t;
@@ -91,5 +95,54 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t h, int type, int counter, 
   if (type != 1 || counter != 0) return 3; /* NVML_ERROR_NOT_SUPPORTED */
   *out = 0;
   if (ecc && sscanf(ecc, "%u:%llu", &idx, &n) == 2 && idx == h->index) *out = n;
+  return 0;
+}
+
+typedef struct {
+  unsigned pid;
+  unsigned long long usedGpuMemory;
+  unsigned gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
+typedef struct { unsigned gpu, memory; } nvmlUtilization_t;
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h, unsigned* n, nvmlProcessInfo_t* out) {
+  const char* dir = getenv("FAKE_NVML_PROCS");
+  unsigned have = 0;
+  DIR* d;
+  struct dirent* e;
+  if (!initialised) return 1;
+  if (h->index != 0 || !dir || !(d = opendir(dir))) {
+    *n = 0;
+    return 0;
+  }
+  while ((e = readdir(d)) != NULL) {
+    char path[4096];
+    unsigned long long bytes = 0;
+    FILE* f;
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (!(f = fopen(path, "r"))) continue;
+    if (fscanf(f, "%llu", &bytes) != 1) bytes = 0;
+    fclose(f);
+    if (have < *n) {
+      out[have].pid = (unsigned)atoi(e->d_name);
+      out[have].usedGpuMemory = bytes;
+      out[have].gpuInstanceId = out[have].computeInstanceId = 0xffffffffu;
+    }
+    ++have;
+  }
+  closedir(d);
+  if (have > *n) {
+    *n = have;
+    return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+  }
+  *n = have;
+  return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t h, nvmlUtilization_t* u) {
+  if (!initialised || !h) return 1;
+  u->gpu = (unsigned)env_int("FAKE_NVML_UTIL", 0);
+  u->memory = 0;
   return 0;
 }

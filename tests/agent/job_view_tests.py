@@ -16,14 +16,26 @@ docs/agent.md "Stop requests", "Hangs", "Status lines".
   phase      rank 0 alone in a phase without collectives for 5 s (the stall time 2 s, the hang
              timeout at its default): named with its stack, and the job goes on and ends 0
 
+  nccl       a GPU job (GJ_TRAINING_MASTER_GPU_LIMIT=2, no GPU needed): each rank's NCCL stand-in
+             writes NCCL's INIT/NET lines into the NCCL_DEBUG_FILE gj set, rank 0 (IB) at its start
+             and deleted before its end, rank 1 (sockets) just before its end; the master logs
+             `NCCL transport: IB (mlx5_0:1/IB) on 1 pod(s), NCCL 2.18.5+cuda12.2` and a warning that
+             the pod's ranks use IB and Socket (so rank 0's file was read while it ran and rank 1's
+             at its end); with the user's own NCCL_DEBUG, gj sets no file and logs no line
+
   metrics    GJ_METRICS_PORT: a real Prometheus server (Debian's `prometheus`) scrapes the master's
              endpoint during the job, and its query API returns every per-rank series for both
              ranks, the pod's network series and the job's (stand-in program: progress lines as
              the library sends them)
 
+  gpu-metrics  a GPU job (GJ_TRAINING_MASTER_GPU_LIMIT=2) with the fake NVML (argv[4],
+             tests/agent/fake_nvml.c, a test double) listing each rank's program with (rank+1) MB
+             at 37 % utilization: the master's endpoint shows gj_rank_gpu_memory_bytes and
+             gj_rank_gpu_utilization_ratio for both ranks with those values
+
 The gj.torch cases need gj on PYTHONPATH (tests/torch/CMakeLists.txt runs them).
 
-Usage: job_view_tests.py <gj-mpirun> <case> <openmpi|mpich>
+Usage: job_view_tests.py <gj-mpirun> <case> <openmpi|mpich> [<fake NVML> for gpu-metrics]
 Exit: 0 pass, 1 fail, 77 skip.
 """
 import json
@@ -215,6 +227,73 @@ def case_metrics(gj, env, scratch):
     check(job.returncode == 0, f"the job ends 0, got {job.returncode}:\n{out}{err}")
 
 
+def scrape(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            return r.read().decode()
+    except OSError:
+        return ""
+
+
+def case_gpu_metrics(gj, env, fake_nvml):
+    state = tempfile.mkdtemp(prefix="gj-gpu-", dir=os.path.expanduser("~"))
+    procs = os.path.join(state, "procs")
+    os.makedirs(procs)
+    done = os.path.join(state, "done")
+    mport = free_port()
+    env = dict(env, GJ_TRAINING_MASTER_GPU_LIMIT="2", GJ_STATE_DIR=os.path.join(state, "state"),
+               GJ_METRICS_PORT=str(mport), GJ_NVML_LIBRARY=fake_nvml, FAKE_NVML_PROCS=procs,
+               FAKE_NVML_UTIL="37", FAKE_NVML_COUNT="2")
+    job = start(gj, env, [PROG, "metrics", done])
+    try:
+        want = [f'gj_rank_gpu_memory_bytes{{rank="{r}",pod="job-master-0",local_rank="{r}"}} {(r + 1) * 1000000}'
+                for r in (0, 1)]
+        want += [f'gj_rank_gpu_utilization_ratio{{rank="{r}",pod="job-master-0",local_rank="{r}"}} 0.37' for r in (0, 1)]
+        text, deadline = "", time.time() + 25
+        while time.time() < deadline and not all(w in text for w in want):
+            time.sleep(0.5)
+            text = scrape(mport)
+        missing = [w for w in want if w not in text]
+        check(not missing, f"the endpoint shows {missing}; it showed:\n{text}")
+        check("# TYPE gj_rank_gpu_memory_bytes gauge" in text and "# TYPE gj_rank_gpu_utilization_ratio gauge" in text,
+              f"both families are typed gauges:\n{text}")
+    finally:
+        open(done, "w").close()
+        out, err = job.communicate(timeout=60)
+        shutil.rmtree(state, ignore_errors=True)
+    check(job.returncode == 0, f"the job ends 0, got {job.returncode}:\n{out}{err}")
+
+
+def case_nccl(gj, env):
+    # The rank mode refuses an NCCL folder below a folder others may write (/tmp): the state
+    # folder goes below the home folder for this case.
+    state = tempfile.mkdtemp(prefix="gj-nccl-", dir=os.path.expanduser("~"))
+    try:
+        case_nccl_in(gj, dict(env, GJ_TRAINING_MASTER_GPU_LIMIT="2", GJ_STATE_DIR=state))
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def case_nccl_in(gj, env):
+    p = subprocess.run([gj, PROG, "nccl"], env=env, capture_output=True, text=True, timeout=90)
+    out, err = p.stdout, p.stderr
+    check(p.returncode == 0, f"the job ends 0, got {p.returncode}:\n{out}{err}")
+    state = env["GJ_STATE_DIR"]
+    for r in (0, 1):
+        check(f"RANK {r} nccl {state}/nccl/nccl-rank{r}.log" in out, f"rank {r} got NCCL_DEBUG_FILE in gj's folder:\n{out}")
+    check(not os.path.exists(f"{state}/nccl/nccl-rank0.log"), "rank 0 deleted its NCCL file")
+    lines = [l for l in err.splitlines() if "NCCL transport:" in l]
+    check(len(lines) == 1 and lines[0].endswith("NCCL transport: IB (mlx5_0:1/IB) on 1 pod(s), NCCL 2.18.5+cuda12.2")
+          and "info]" in lines[0], f"one info line names rank 0's IB, its device and NCCL's version:\n{err}")
+    check(re.search(r"warning\] NCCL: ranks of pod job-master-0 use different networks \(IB, Socket\); "
+                    r"check NCCL_IB_HCA and NCCL_SOCKET_IFNAME", err),
+          f"a warning names rank 1's sockets (read at its end) against rank 0's IB (read while it ran):\n{err}")
+    # A user's own NCCL_DEBUG: their settings stand, gj sets no file, and there is no line.
+    p = subprocess.run([gj, PROG, "nccl"], env=dict(env, NCCL_DEBUG="WARN"), capture_output=True, text=True, timeout=90)
+    check(p.returncode == 0 and "RANK 0 nccl \n" in p.stdout, f"no NCCL_DEBUG_FILE with the user's NCCL_DEBUG:\n{p.stdout}{p.stderr}")
+    check("NCCL transport:" not in p.stderr, f"no transport line without gj's file:\n{p.stderr}")
+
+
 def main():
     gj, case, flavour = sys.argv[1], sys.argv[2], sys.argv[3]
     try:
@@ -226,6 +305,10 @@ def main():
                 case_stop(gj, env, case == "stop-deaf")
             elif case == "metrics":
                 case_metrics(gj, env, scratch)
+            elif case == "nccl":
+                case_nccl(gj, env)
+            elif case == "gpu-metrics":
+                case_gpu_metrics(gj, env, sys.argv[4])
             elif case in ("blocked", "sigstop", "phase"):
                 env["OMP_NUM_THREADS"] = "1"
                 case_hang(gj, env, case)

@@ -104,6 +104,20 @@ TEST_CASE("job view: Prometheus text, per rank with rank, pod and local_rank lab
   CHECK(text.find("gj_job_state{state=\"running\"} 1\n") != std::string::npos);
 }
 
+TEST_CASE("job view: the GPU series only for ranks whose last ping carried a GPU sample", "[job_view]") {
+  JobView v(ViewOptions{});
+  feed(v, 0, 0, "ping state=S cpu=1 rss=1 hwm=1 gmem=2000000 gutil=0.370", 1000);
+  feed(v, 1, 1, "ping state=S cpu=1 rss=1 hwm=1", 1000);
+  std::string text = v.prometheus_text(false);
+  CHECK(text.find("# TYPE gj_rank_gpu_memory_bytes gauge\n") != std::string::npos);
+  CHECK(text.find("gj_rank_gpu_memory_bytes{rank=\"0\",pod=\"pod-0\",local_rank=\"0\"} 2000000\n") != std::string::npos);
+  CHECK(text.find("gj_rank_gpu_utilization_ratio{rank=\"0\",pod=\"pod-0\",local_rank=\"0\"} 0.37\n") != std::string::npos);
+  CHECK(text.find("gj_rank_gpu_memory_bytes{rank=\"1\"") == std::string::npos);
+  feed(v, 0, 0, "ping state=S cpu=1 rss=1 hwm=1", 2000);  // its program no longer on a GPU
+  text = v.prometheus_text(false);
+  CHECK(text.find("gj_rank_gpu_memory_bytes") == std::string::npos);  // a CPU job: no GPU families at all
+}
+
 namespace {
 // Three ranks over 6 windows of 5 s; rank `slow` spends `slow_share` of each window in
 // collectives, the others `share`. Returns the warning lines.

@@ -63,6 +63,19 @@ TEST_CASE("job watch: a healthy job (every rank shuts down, exits 0) is no failu
   CHECK_FALSE(w.report());
 }
 
+TEST_CASE("job watch: each rank's last NCCL summary, in rank order with its pod, for the transport report") {
+  gj::JobWatch w("T");
+  w.on_line(1, start(1, "p1"), 0);
+  w.on_line(2, start(0, "p0"), 0);
+  w.on_line(3, start(2, "p1", 1, 3), 0);
+  CHECK(w.nccl_summaries().empty());
+  w.on_line(1, "nccl reason=gj-nccl net=Socket", 0);
+  w.on_line(2, "nccl reason=gj-nccl net=IB dev=mlx5_0:1/IB", 0);
+  w.on_line(2, "nccl reason=gj-nccl net=IB dev=mlx5_0:1/IB via=NET/IB", 0);  // a later read replaces it
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  CHECK(w.nccl_summaries() == Pairs{{"p0", "gj-nccl net=IB dev=mlx5_0:1/IB via=NET/IB"}, {"p1", "gj-nccl net=Socket"}});
+}
+
 TEST_CASE("job watch: a plain program (no library) exiting 0 is a normal end; a wrong token is closed") {
   gj::JobWatch w("T");
   w.on_line(1, start(0, "p0"), 0);

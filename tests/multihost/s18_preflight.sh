@@ -9,6 +9,10 @@
 #   c) worker 2's link shaped with tc (tbf at 200 Mbit/s, both directions of its veth): the check names that
 #      pod with its bandwidth and round trip, and no other pod or link; the job still runs
 #      (a warning by default).
+#   d) NCCL's transport (a GPU job, one GPU per pod): every pod's fake tree has an RDMA device
+#      (sys/class/infiniband/mlx5_0) and each rank, standing in for NCCL 2.x, writes NCCL's
+#      INIT/NET lines for TCP sockets into the NCCL_DEBUG_FILE gj set: the master's line says
+#      Socket on 4 pods, and its warning names the pods, their RDMA device and NCCL_IB_HCA.
 # The cluster's pods have no GPU driver, so the GPU probe reads only the fake trees.
 source "$(dirname "$0")/scenario.sh"
 mh_scenario_init "$@"
@@ -28,7 +32,19 @@ fake_gpus() {  # <root> <count>
 }
 fake_gpus "$MH_RUN/gpu8" 8
 fake_gpus "$MH_RUN/gpu7" 7
-MH_KEEP_PATHS+=":$MH_RUN/gpu8:$MH_RUN/gpu7"
+fake_gpus "$MH_RUN/gpu1ib" 1
+mkdir -p "$MH_RUN/gpu1ib/sys/class/infiniband/mlx5_0"
+# d)'s rank program: NCCL's lines for TCP sockets (as NCCL 2.x writes them when it finds no usable
+# IB device) into the file gj named, then the probe.
+mkdir -p "$MH_RUN/ncclbin"
+cat >"$MH_RUN/ncclbin/nccl_sockets.sh" <<EOF
+#!/bin/sh
+p="\$(hostname):\$\$:\$\$ [0] NCCL INFO "
+[ -n "\$NCCL_DEBUG_FILE" ] && printf '%sNET/IB : No device found.\n%sNET/Socket : Using [0]eth0:10.0.0.1<0>\n%sUsing network Socket\n%sNCCL version 2.18.5+cuda12.2\n' "\$p" "\$p" "\$p" "\$p" >"\$NCCL_DEBUG_FILE"
+exec "$MH_PROG"
+EOF
+chmod 755 "$MH_RUN/ncclbin/nccl_sockets.sh"
+MH_KEEP_PATHS+=":$MH_RUN/gpu8:$MH_RUN/gpu7:$MH_RUN/gpu1ib:$MH_RUN/ncclbin"
 
 restart_workers() {
   local w
@@ -80,3 +96,17 @@ mh_assert_grep "the slow pod is named with its bandwidth and round trip" \
 mh_assert_one_line "only that pod is named" 'far below' "$log"
 mh_assert_grep "the job ran after the warning" '^ALLREDUCE ok sum=10 expected=10$' "$log"
 grep -E 'network check|all 4 host' "$log" >&2
+mv "$log" "$log.c"
+
+# d) NCCL on TCP sockets while every pod has an RDMA device (c's shaping undone first)
+restart_workers
+tc -n "$MH_PREFIX-br" qdisc del dev v3 root 2>/dev/null || true
+tc -n "${MH_NS[$shaped]}" qdisc del dev eth0 root 2>/dev/null || true
+mh_agent_job 1 1 1 1 GJ_PREFLIGHT=on GJ_GPU_ROOT="$MH_RUN/gpu1ib" -- "$MH_RUN/ncclbin/nccl_sockets.sh"
+mh_pod_wait "$master" 60
+mh_assert_eq "master exit code of the GPU job on sockets (a warning)" 0 "$MH_RC"
+mh_assert_grep "the master's transport line from the ranks' NCCL files" \
+  'NCCL transport: Socket \(eth0:10\.0\.0\.1<0>\) on 4 pod\(s\), NCCL 2\.18\.5\+cuda12\.2' "$log"
+mh_assert_grep "the warning names the pods, their RDMA device and the setting to look at" \
+  'TCP sockets between the pods although pf-master-0\.pf, pf-worker-0\.pf, pf-worker-1\.pf, pf-worker-2\.pf have RDMA devices \(/sys/class/infiniband: mlx5_0\).*NCCL_IB_HCA' "$log"
+grep -E 'NCCL|all 4 host' "$log" >&2

@@ -84,6 +84,11 @@ int main(int argc, char** argv) {
         if (mode == gj::kPreflightNvmlFlag) return gj::run_preflight_nvml(env);
         return gj::run_preflight_net(rest);
       }
+      if (mode == gj::kGpuUseFlag) {
+        gj::setup_logging("rank", "warn");
+        dry_run = true;
+        return gj::run_gpu_use(env, rest);
+      }
     }
     gj::install_termination_handlers();  // PID 1 ignores SIGTERM without one (sys/termination.h)
     const gj::CommandLine cli = gj::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));

@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "agent_error.h"
 #include "dry_run.h"
 #include "exit_codes.h"
 #include "gpu_check.h"
+#include "monitor_line.h"
 #include "net_check.h"
 #include "pod_facts.h"
 #include "preflight.h"
@@ -233,6 +235,20 @@ int run_preflight_nvml(const EnvMap& env) {
     f.devices = std::move(*devices);
   }
   std::fputs(render_pod_facts(f).c_str(), stdout);
+  return exit_code::kOk;
+}
+
+int run_gpu_use(const EnvMap& env, const std::vector<std::string>& args) {
+  const AgentSettings s = resolve_settings_of(env, {"GJ_NVML_LIBRARY"});
+  const int pid = args.empty() ? 0 : std::atoi(args[0].c_str());
+  std::string note;
+  const auto use = pid > 0 ? nvml_process_use(s.nvml_library, pid, note) : std::nullopt;
+  char util[32];
+  std::snprintf(util, sizeof util, "%.3f", use ? use->utilization : 0.0);
+  const std::string line = use ? format_monitor_line("gpu", {{"mem", std::to_string(use->memory_bytes)}, {"util", util},
+                                                             {"devices", std::to_string(use->devices)}})
+                               : format_monitor_line("gpu", {{"none", "1"}}, pid > 0 ? note : "no pid given");
+  std::fputs((line + "\n").c_str(), stdout);
   return exit_code::kOk;
 }
 

@@ -40,5 +40,8 @@ void log_nccl_transport(const std::vector<std::pair<std::string, std::string>>& 
 int run_preflight_facts(const EnvMap& env);
 int run_preflight_nvml(const EnvMap& env);
 int run_preflight_net(const std::vector<std::string>& args);
+// `--gpu-use PID`: "gpu mem=B util=R devices=N" (the rank wrapper's GPU sample, rank_guard.h),
+// or "gpu none reason=..." where NVML cannot answer.
+int run_gpu_use(const EnvMap& env, const std::vector<std::string>& args);
 
 }  // namespace gj

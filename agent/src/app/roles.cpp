@@ -322,13 +322,29 @@ std::string pod_name(const EnvMap& env) {
   return pod && !pod->empty() ? *pod : local_host_name();
 }
 
+// The rank wrappers name their pod by GJ_TRAINING_POD_NAME ("w-0"), the plan and the pre-flight
+// facts by host ("w-0.job"): the NCCL summaries take the plan's name, so that the transport
+// report matches them with the pods' RDMA facts and names pods as the other checks do.
+std::vector<std::pair<std::string, std::string>> summaries_by_host(std::vector<std::pair<std::string, std::string>> summaries,
+                                                                    const LaunchPlan& plan) {
+  for (auto& [pod, line] : summaries)
+    for (const auto& h : plan.hosts)
+      if (h.host.rfind(pod + ".", 0) == 0) {
+        pod = h.host;
+        break;
+      }
+  return summaries;
+}
+
 // Step 5, launch: the hostfile when the plan uses one, then mpiexec with the environment made
 // explicit (this process's, plus what the flavour needs in mpiexec's own), exec'd or supervised.
 // With the rank wrappers (the rank environment on), the job monitor listens and mpiexec is
 // supervised (unless --no-supervise asks for exec in place): a rank that fails ends the job,
 // and the summary comes at the end. attempt: 0 first, then one per restart (restart_policy.h);
 // its ranks get GJ_RESTART_COUNT and torchrun's restart variables.
-AttemptOutcome launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env, std::int64_t attempt) {
+// rdma: the pods' RDMA facts from the pre-flight checks, for the NCCL transport report.
+AttemptOutcome launch(const MasterJob& job, const MpiexecRequest& req, const EnvMap& env, std::int64_t attempt,
+                      const std::vector<PodRdma>& rdma) {
   const AgentSettings& settings = job.spec.settings;
   std::optional<JobMonitor> monitor;
   LaunchPlan plan = plan_for_attempt(job.plan, attempt, settings.max_restarts);
@@ -382,6 +398,7 @@ AttemptOutcome launch(const MasterJob& job, const MpiexecRequest& req, const Env
   const int status = run_job(cmd.argv, supervise, &environment, supervise ? &end : nullptr);
   if (monitor) {
     const JobWatch watch = monitor->finish(std::chrono::milliseconds(1500));
+    log_nccl_transport(summaries_by_host(watch.nccl_summaries(), job.plan), rdma);
     for (const auto& line : monitor->end_lines()) spdlog::info("{}", line);
     // A job we passed a termination signal to (the pod deleted) before any rank failed: its ranks
     // died of that signal, which is no rank failure to report; the status is 128+N below.
@@ -415,12 +432,9 @@ int run_attempts(const MasterJob& job, const MpiexecRequest& req, const EnvMap& 
   const std::int64_t max_restarts = job.spec.settings.max_restarts;
   for (std::int64_t attempt = 0;; ++attempt) {
     wait_for_hosts(job, req);
-    // The RDMA facts wait for the rank wrappers' NCCL summaries (log_nccl_transport), which the job
-    // monitor does not carry yet.
     const std::vector<PodRdma> rdma = preflight_checks(job, req);
-    (void)rdma;
     const auto started = std::chrono::steady_clock::now();
-    const AttemptOutcome outcome = launch(job, req, env, attempt);
+    const AttemptOutcome outcome = launch(job, req, env, attempt, rdma);
     const auto took =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
     const RestartDecision next = decide_restart(outcome, attempt, max_restarts, took);
@@ -472,6 +486,12 @@ int run_rank(const std::vector<std::string>& args, const EnvMap& env) {
   guard.monitor = rank_args.monitor;
   guard.termination_log = settings.termination_log;
   guard.state_dir = settings.state_dir;
+  // A GPU job (the plan set an NCCL folder: preflight.h): the program's GPU use for the metrics.
+  if (!spec.nccl_log_dir.empty()) guard.gpu_use_command = {self_executable(), kGpuUseFlag};
+  if (nccl_log) {  // still set: the folder exists
+    const auto it = program_env.find("NCCL_DEBUG_FILE");
+    if (it != program_env.end()) guard.nccl_debug_file = it->second;
+  }
   const auto number = [&](const char* name) {
     const auto v = env_value(program_env, name);
     return v && !v->empty() && v->size() < 10 && v->find_first_not_of("0123456789") == std::string::npos ? std::stoi(*v) : -1;

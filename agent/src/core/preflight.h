@@ -16,6 +16,7 @@ namespace gj {
 inline constexpr const char* kPreflightFactsFlag = "--preflight-facts";  // prints the pod's facts (pod_facts.h)
 inline constexpr const char* kPreflightNvmlFlag = "--preflight-nvml";    // the NVML part of it, in a child
 inline constexpr const char* kPreflightNetFlag = "--preflight-net";      // one pod's network probe
+inline constexpr const char* kGpuUseFlag = "--gpu-use";                  // a rank's GPU use (rank wrapper's child)
 
 // One question per host of the plan: its GPU limit and the variable that gives it (0 in CPU
 // layouts and under an MPIJob, whose hostfile gives slots, not GPUs).

@@ -20,6 +20,15 @@ struct NvmlPciInfo {  // nvmlPciInfo_t
   unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
   char busId[32];
 };
+struct NvmlProcessInfo {  // nvmlProcessInfo_t (the _v2/_v3 calls' layout)
+  unsigned pid;
+  unsigned long long usedGpuMemory;
+  unsigned gpuInstanceId, computeInstanceId;
+};
+struct NvmlUtilization {  // nvmlUtilization_t
+  unsigned gpu, memory;
+};
+constexpr int kNvmlErrorInsufficientSize = 7;
 constexpr int kNvmlMemoryErrorUncorrected = 1;
 constexpr int kNvmlVolatileEcc = 0;
 
@@ -103,6 +112,62 @@ std::optional<std::vector<GpuDevice>> nvml_devices(const std::string& library, s
   if (shutdown) shutdown();
   // Not closed: drivers' NVML has been seen to leave threads behind that dlclose would unmap.
   return out;
+}
+
+std::optional<GpuUse> nvml_process_use(const std::string& library, int pid, std::string& note) {
+  void* lib = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* e = ::dlerror();
+    note = "NVML not loaded (" + library + ": " + (e ? e : "?") + ")";
+    return std::nullopt;
+  }
+  const auto init = symbol<nvmlReturn_t (*)()>(lib, "nvmlInit_v2");
+  const auto shutdown = symbol<nvmlReturn_t (*)()>(lib, "nvmlShutdown");
+  const auto count_fn = symbol<nvmlReturn_t (*)(unsigned*)>(lib, "nvmlDeviceGetCount_v2");
+  const auto handle_fn = symbol<nvmlReturn_t (*)(unsigned, nvmlDevice_t*)>(lib, "nvmlDeviceGetHandleByIndex_v2");
+  using ProcsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*, NvmlProcessInfo*);
+  auto procs_fn = symbol<ProcsFn>(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+  if (!procs_fn) procs_fn = symbol<ProcsFn>(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+  const auto util_fn = symbol<nvmlReturn_t (*)(nvmlDevice_t, NvmlUtilization*)>(lib, "nvmlDeviceGetUtilizationRates");
+  if (!init || !count_fn || !handle_fn || !procs_fn || !util_fn) {
+    note = "NVML " + library + " lacks nvmlInit_v2, nvmlDeviceGetComputeRunningProcesses_v3/_v2 or nvmlDeviceGetUtilizationRates";
+    return std::nullopt;
+  }
+  if (const nvmlReturn_t r = init(); r != 0) {
+    note = "nvmlInit failed (error " + std::to_string(r) + ")";
+    return std::nullopt;
+  }
+  GpuUse use;
+  double util_sum = 0;
+  unsigned count = 0;
+  if (count_fn(&count) != 0) count = 0;
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t h = nullptr;
+    if (handle_fn(i, &h) != 0) continue;
+    std::vector<NvmlProcessInfo> procs(16);
+    unsigned n = static_cast<unsigned>(procs.size());
+    nvmlReturn_t r = procs_fn(h, &n, procs.data());
+    if (r == kNvmlErrorInsufficientSize) {  // n now says how many
+      procs.resize(n + 8);
+      n = static_cast<unsigned>(procs.size());
+      r = procs_fn(h, &n, procs.data());
+    }
+    if (r != 0) continue;
+    bool on_it = false;
+    for (unsigned k = 0; k < n && k < procs.size(); ++k)
+      if (static_cast<int>(procs[k].pid) == pid) {
+        on_it = true;
+        // NVML_VALUE_NOT_AVAILABLE (all ones) where the driver cannot tell (Windows WDDM): none.
+        if (procs[k].usedGpuMemory != ~0ULL) use.memory_bytes += static_cast<std::int64_t>(procs[k].usedGpuMemory);
+      }
+    if (!on_it) continue;
+    ++use.devices;
+    NvmlUtilization u{};
+    if (util_fn(h, &u) == 0) util_sum += u.gpu / 100.0;
+  }
+  if (use.devices > 0) use.utilization = util_sum / use.devices;
+  if (shutdown) shutdown();
+  return use;  // not dlclose'd (nvml_devices says why)
 }
 
 std::optional<std::vector<GpuDevice>> proc_devices(const std::string& root, std::vector<std::string>& notes) {

@@ -16,6 +16,7 @@
 #include <deque>
 #include <fstream>
 #include <iterator>
+#include <sys/stat.h>
 #include <optional>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "internal.h"
 #include "local_ranks.h"
 #include "monitor_line.h"
+#include "nccl_log.h"
 #include "spawn.h"
 #include "termination_log.h"
 #include "text.h"
@@ -38,6 +40,7 @@ using Clock = std::chrono::steady_clock;
 // the wait): the monitor tells the other ranks at once, and their library raises within 2 s.
 constexpr auto kFailureLinger = std::chrono::milliseconds(2000);
 constexpr auto kPingInterval = std::chrono::seconds(1);
+constexpr auto kGpuSampleInterval = std::chrono::seconds(5);
 constexpr auto kConnectTimeout = std::chrono::milliseconds(1500);
 constexpr std::size_t kTailLineMax = 400;
 constexpr std::size_t kStackLinesMax = 200;
@@ -510,6 +513,64 @@ class Wrapper {
     }
   }
 
+  // NCCL's transport for the master's report (nccl_transport.h), read while the program runs
+  // rather than only at its end: NCCL writes it at communicator set-up, and a long job's
+  // wrapper may never reach a normal end (SIGKILL at the pod's deletion, a lost pod). Read at
+  // each ping when the file grew (NCCL adds channel lines as peers connect), sent when the
+  // summary changed; the monitor keeps the last. Past the 1 MiB nccl_summary_of_file reads, no
+  // more reads.
+  void send_nccl_summary() {
+    if (g_.nccl_debug_file.empty() || nccl_size_ >= (1 << 20)) return;
+    struct stat st {};
+    if (::stat(g_.nccl_debug_file.c_str(), &st) != 0 || st.st_size == nccl_size_) return;
+    nccl_size_ = st.st_size;
+    const auto summary = nccl_summary_of_file(g_.nccl_debug_file);
+    if (!summary || *summary == nccl_sent_) return;
+    nccl_sent_ = *summary;
+    send_all(monitor_, format_monitor_line("nccl", {}, *summary) + "\n");
+  }
+
+  // The program's GPU use, from a child every kGpuSampleInterval (NVML can take a second to
+  // initialise and may crash in a static binary: never in this loop). A child that takes
+  // longer than 10 s is killed; its sample is skipped.
+  void sample_gpu() {
+    if (g_.gpu_use_command.empty() || gpu_off_) return;
+    const auto now = Clock::now();
+    if (gpu_child_.pid > 0) {
+      char buf[512];
+      ssize_t n;
+      while ((n = ::read(gpu_child_.output_fd, buf, sizeof buf)) > 0) gpu_out_.append(buf, static_cast<std::size_t>(n));
+      if (now - gpu_started_ > std::chrono::seconds(10)) ::kill(gpu_child_.pid, SIGKILL);
+      if (!poll_wait_status(gpu_child_.pid)) return;
+      while ((n = ::read(gpu_child_.output_fd, buf, sizeof buf)) > 0) gpu_out_.append(buf, static_cast<std::size_t>(n));
+      ::close(gpu_child_.output_fd);
+      gpu_child_ = {};
+      for (const auto& text : take_lines(gpu_out_)) {
+        const auto line = parse_monitor_line(text);
+        if (!line || line->verb != "gpu" || line->get("none")) continue;
+        gpu_mem_ = line->get("devices") == "0" ? -1 : line->number("mem").value_or(-1);
+        gpu_util_ = gpu_mem_ < 0 ? "" : line->get("util").value_or("");
+      }
+      gpu_out_.clear();
+      next_gpu_ = now + kGpuSampleInterval;
+      return;
+    }
+    if (now < next_gpu_) return;
+    next_gpu_ = now + kGpuSampleInterval;
+    std::vector<std::string> argv = g_.gpu_use_command;
+    argv.push_back(std::to_string(pid_));
+    SpawnOptions o;
+    o.capture_output = true;
+    o.die_with_parent = true;
+    try {
+      gpu_child_ = spawn_process(argv, o);
+      gpu_started_ = now;
+    } catch (const std::exception&) {
+      gpu_off_ = true;  // no GPU figures; the rank runs on
+      gpu_child_ = {};
+    }
+  }
+
   // `ping` with the program's process state, CPU time and memory (the master's status lines,
   // its hang diagnosis and the end-of-job lines); the samples also give CPU use over 5 s.
   std::string ping_line() {
@@ -522,7 +583,8 @@ class Wrapper {
                                         {"rss", std::to_string(p.rss)}, {"hwm", std::to_string(peak_rss(pid_))},
                                         {"rx", std::to_string(rx)}, {"tx", std::to_string(tx)},
                                         {"thr", std::to_string(throttled_usec(cgroup_))},
-                                        {"psi", memory_pressure(cgroup_)}});
+                                        {"psi", memory_pressure(cgroup_)}}) +
+           (gpu_mem_ >= 0 ? " gmem=" + std::to_string(gpu_mem_) + " gutil=" + gpu_util_ : std::string());
   }
 
   // The stack pipe: the handler's announcement, then dumps (kept only while diagnose() asks).
@@ -634,7 +696,9 @@ class Wrapper {
         send_all(monitor_, format_monitor_line("stopreq", {}, why) + "\n");
         if (lib_ >= 0) send_all(lib_, format_monitor_line("stop", {}, why) + "\n");
       }
+      if (monitor_ >= 0) sample_gpu();
       if (monitor_ >= 0 && Clock::now() >= next_ping) {
+        send_nccl_summary();
         send_all(monitor_, ping_line() + "\n");
         next_ping = Clock::now() + kPingInterval;
       }
@@ -655,6 +719,7 @@ class Wrapper {
     const bool oom = oom_before_ && oom_after && *oom_after > *oom_before_;
     const bool failed = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     if (monitor_ >= 0 && !aborted_) {
+      send_nccl_summary();
       std::string out;
       for (const auto& line : tail_) out += format_monitor_line("tail", {}, line) + "\n";
       std::vector<std::pair<std::string, std::string>> fields;
@@ -732,6 +797,14 @@ class Wrapper {
   std::vector<std::string> stack_lines_;
   std::deque<std::pair<Clock::time_point, std::int64_t>> samples_;  // (when, CPU ms), one a second
   std::string token_;
+  ChildProcess gpu_child_;                    // the GPU sample in flight (pid -1: none)
+  std::string gpu_out_;
+  Clock::time_point gpu_started_{}, next_gpu_{};
+  std::int64_t gpu_mem_ = -1;                 // the last sample; -1: none (or no device lists the pid)
+  std::string gpu_util_;
+  bool gpu_off_ = false;
+  off_t nccl_size_ = 0;     // NCCL_DEBUG_FILE's size when last read
+  std::string nccl_sent_;   // the summary last sent
   std::string partial_, lib_in_, mon_in_;
   std::deque<std::string> tail_;
   std::string fail_kind_, fail_reason_;

@@ -29,6 +29,13 @@ struct RankGuard {
   std::string pod;                // this pod's name, for the summary
   std::string termination_log;    // where a failed rank's line goes (GJ_TERMINATION_LOG)
   std::string state_dir;          // where it notes its pid for the worker's stop (local_ranks.h)
+  // NCCL_DEBUG_FILE when gj set it (rank_env.h); empty: none. Its summary (nccl_log.h) goes to
+  // the monitor as `nccl reason=<summary>` once NCCL wrote its transport, and again when it changes.
+  std::string nccl_debug_file;
+  // On GPU jobs: the command that prints the program's GPU use (`gj-mpirun --gpu-use`, the pid
+  // appended; NVML in a child, gpu_probe.h), run every 5 s; its figures ride on the next pings
+  // (`gmem=B gutil=R`). Empty: none.
+  std::vector<std::string> gpu_use_command;
 };
 
 // Runs the program as a child with the signal state this process was given, passes

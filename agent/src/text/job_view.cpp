@@ -108,6 +108,8 @@ void JobView::on_line(int conn, const RankIdentity& who, const MonitorLine& l, s
     r.net_tx = l.number("tx").value_or(r.net_tx);
     r.throttled_us = l.number("thr").value_or(r.throttled_us);
     if (const auto psi = l.get("psi")) r.memory_pressure = std::atof(psi->c_str());
+    r.gpu_memory = l.number("gmem").value_or(-1);  // absent: the last sample found none
+    r.gpu_utilization = r.gpu_memory < 0 ? 0 : std::atof(l.get("gutil").value_or("0").c_str());
   } else if (l.verb == "diag") {
     if (!r.diag) r.diag = Diagnosis{now, false, {}};
     r.diag->lines.clear();
@@ -453,6 +455,7 @@ std::string JobView::prometheus_text(bool failing) const {
   for (const auto& [conn, r] : ranks_)
     if (!r.sets.empty()) least_in_ms = least_in_ms < 0 ? totals(r).in_ms : std::min(least_in_ms, totals(r).in_ms);
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> pods;  // pod -> (rx, tx)
+  std::string gpu_memory, gpu_utilization;  // only ranks with a GPU sample
   std::size_t running = 0;
   for (const auto& [conn, r] : ranks_) {
     if (!r.gone) ++running;
@@ -465,12 +468,22 @@ std::string JobView::prometheus_text(bool failing) const {
                              static_cast<double>(r.rss), static_cast<double>(r.cpu_ms) / 1000.0};
     for (std::size_t i = 0; i < rank_families.size(); ++i)
       rank_families[i].samples += std::string(rank_families[i].name) + labels + number_text(values[i]) + "\n";
+    if (r.gpu_memory >= 0) {
+      gpu_memory += "gj_rank_gpu_memory_bytes" + labels + std::to_string(r.gpu_memory) + "\n";
+      gpu_utilization += "gj_rank_gpu_utilization_ratio" + labels + number_text(r.gpu_utilization) + "\n";
+    }
   }
   std::string out;
   const auto family = [&out](const char* name, const char* type, const char* help, const std::string& samples) {
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + samples;
   };
   for (const auto& f : rank_families) family(f.name, f.type, f.help, f.samples);
+  if (!gpu_memory.empty()) {
+    family("gj_rank_gpu_memory_bytes", "gauge", "device memory NVML lists for the rank's program, summed over its GPUs",
+           gpu_memory);
+    family("gj_rank_gpu_utilization_ratio", "gauge",
+           "mean utilization (0-1) of the GPUs the rank's program is on, NVML's last sample period", gpu_utilization);
+  }
   std::string rx, tx;
   for (const auto& [pod, bytes] : pods) {
     rx += "gj_pod_network_receive_bytes_total{pod=\"" + label_value(pod) + "\"} " + std::to_string(bytes.first) + "\n";

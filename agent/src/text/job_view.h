@@ -92,6 +92,8 @@ class JobView {
     std::int64_t net_rx = -1, net_tx = -1;  // its pod's, as its wrapper last read them
     std::int64_t throttled_us = 0;          // its pod's cgroup cpu.stat throttled_usec
     double memory_pressure = 0;             // its pod's memory.pressure "some avg10" (%)
+    std::int64_t gpu_memory = -1;           // device memory NVML lists for its program (-1: none known)
+    double gpu_utilization = 0;             // the mean utilization of its devices, 0..1
     std::int64_t first_ms = -1, last_ms = -1;  // first and last progress report
     std::optional<Diagnosis> diag;
   };

@@ -185,6 +185,8 @@ WatchStep JobWatch::on_line(int conn, const std::string& text, std::int64_t now_
     }
   } else if (line->verb == "stoppoll") {
     r.polls_stop = true;
+  } else if (line->verb == "nccl") {
+    r.nccl = line->reason.value_or("");
   } else if (line->verb == "stopreq") {
     step.stop_request = line->reason.value_or("pod " + r.pod + " is being stopped");
   } else if (line->verb == "tail") {
@@ -234,6 +236,15 @@ WatchStep JobWatch::on_drop(int conn, std::int64_t now_ns, std::string how) {
   d.how = std::move(how);
   departed(conn, d, step);
   return step;
+}
+
+std::vector<std::pair<std::string, std::string>> JobWatch::nccl_summaries() const {
+  std::map<int, std::pair<std::string, std::string>> by_rank;
+  for (const auto& [conn, r] : ranks_)
+    if (!r.nccl.empty()) by_rank[r.rank] = {r.pod, r.nccl};
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& [rank, pair] : by_rank) out.push_back(std::move(pair));
+  return out;
 }
 
 std::map<std::string, std::vector<int>> JobWatch::dropped_pods() const {

@@ -41,6 +41,7 @@ struct RankRecord {
   std::vector<std::string> stderr_tail;  // the last lines of its stderr (at most kTailLines)
   std::optional<Departure> departure;
   bool polls_stop = false;            // its program polls for a stop request (`stoppoll`)
+  std::string nccl;                   // its wrapper's last `nccl` summary (nccl_log.h), or ""
   // The hang timeout ended the job for this rank (on_hang): what it never entered, when, and
   // what its wrapper saw (process state, CPU use, Python stack).
   std::string hung;
@@ -99,6 +100,9 @@ class JobWatch {
   std::size_t running_with_library() const;
   // Of those, the ones whose program polls for a stop request.
   std::size_t running_polling_stop() const;
+  // (pod, NCCL summary) of every rank whose wrapper sent one, in rank order: the master's
+  // NCCL transport report (log_nccl_transport, preflight_run.h).
+  std::vector<std::pair<std::string, std::string>> nccl_summaries() const;
   const std::map<int, RankRecord>& ranks() const { return ranks_; }  // by connection
   // The pods other than the master's whose every rank wrapper dropped, each with its
   // connections: the candidates for the pod that was lost.
